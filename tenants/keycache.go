@@ -1,0 +1,93 @@
+package tenants
+
+import (
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplane/agentplane/policy"
+)
+
+// keyCache remembers verified key rows for a short TTL so an authenticated
+// request does not pay a database round trip. Revocation in this process
+// purges at once; other processes notice within the TTL.
+type keyCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]keyEntry
+}
+
+type keyEntry struct {
+	hash      []byte
+	expiresAt *time.Time
+	revoked   bool
+	suspended bool
+	principal policy.Principal
+	cachedAt  time.Time
+}
+
+func newKeyCache(ttl time.Duration) *keyCache {
+	return &keyCache{ttl: ttl, m: map[string]keyEntry{}}
+}
+
+// check says whether the key may be used now.
+func (e keyEntry) check(now time.Time) (policy.Principal, error) {
+	switch {
+	case e.revoked:
+		return policy.Principal{}, &AuthError{Code: "api_key_revoked", Message: "API key has been revoked"}
+	case e.expiresAt != nil && !now.Before(*e.expiresAt):
+		return policy.Principal{}, &AuthError{Code: "api_key_expired", Message: "API key has expired"}
+	case e.suspended:
+		return policy.Principal{}, ErrTenantSuspended
+	}
+	return e.principal, nil
+}
+
+func (c *keyCache) get(prefix string) (keyEntry, bool) {
+	if c.ttl <= 0 {
+		return keyEntry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[prefix]
+	if !ok || time.Since(e.cachedAt) > c.ttl {
+		return keyEntry{}, false
+	}
+	return e, true
+}
+
+func (c *keyCache) put(prefix string, e keyEntry) {
+	if c.ttl <= 0 {
+		return
+	}
+	e.cachedAt = time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Sweep stale entries as we go so the map stays bounded by the keys
+	// used within one TTL.
+	if len(c.m) > 1024 {
+		for k, v := range c.m {
+			if time.Since(v.cachedAt) > c.ttl {
+				delete(c.m, k)
+			}
+		}
+	}
+	c.m[prefix] = e
+}
+
+func (c *keyCache) purge(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, prefix)
+}
+
+func (c *keyCache) purgeTenant(id uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.m {
+		if v.principal.TenantID == id.String() {
+			delete(c.m, k)
+		}
+	}
+}
