@@ -20,6 +20,9 @@ var slugRE = regexp.MustCompile(tenants.SlugPattern)
 
 type accessKey struct{}
 
+// pathKey carries the request path so handler errors can name it (instance).
+type pathKey struct{}
+
 // accessFrom returns what authorize resolved for a tenant-scoped operation.
 func accessFrom(ctx context.Context) tenants.Access {
 	a, _ := ctx.Value(accessKey{}).(tenants.Access)
@@ -64,6 +67,7 @@ func (s *Server) authorize(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	c = context.WithValue(c, accessKey{}, access)
+	c = context.WithValue(c, pathKey{}, ctx.URL().Path)
 	next(huma.WithContext(ctx, c))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentplane/agentplane/internal/requestid"
 	"github.com/agentplane/agentplane/tenants"
 	"github.com/agentplane/agentplane/tenants/audit"
 )
@@ -52,7 +53,12 @@ func problemFor(ctx context.Context, logger *slog.Logger, err error) *Problem {
 	return newProblem(http.StatusInternalServerError, "internal", "internal error; quote the request id when reporting it")
 }
 
-// fail converts a domain error for a handler's return.
+// fail converts a domain error for a handler's return, naming the request.
 func (s *Server) fail(ctx context.Context, err error) error {
-	return problemFor(ctx, s.logger, err)
+	p := problemFor(ctx, s.logger, err)
+	p.RequestID = requestid.From(ctx)
+	if path, ok := ctx.Value(pathKey{}).(string); ok {
+		p.Instance = path
+	}
+	return p
 }

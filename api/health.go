@@ -3,9 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -27,7 +30,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if s.deps.Ready != nil {
 		if err := s.deps.Ready(ctx); err != nil {
-			p := newProblem(http.StatusServiceUnavailable, "not_ready", err.Error())
+			// The cause may name hosts or schema details: log it, don't show it.
+			s.logger.WarnContext(r.Context(), "not ready", slog.String("error", err.Error()))
+			p := newProblem(http.StatusServiceUnavailable, "not_ready", "database unreachable or migrations pending")
 			writeHTTPProblem(r.Context(), w, r, p)
 			return
 		}
@@ -39,4 +44,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// OpsHandler serves only the operational endpoints, for worker-only
+// processes that expose no API.
+func OpsHandler(deps Deps) http.Handler {
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{deps: deps, logger: deps.Logger}
+	r := chi.NewRouter()
+	r.Use(withRequestID)
+	s.mountOps(r)
+	return r
 }

@@ -57,8 +57,9 @@ type memberOutBody struct {
 }
 
 type memberUpdateIn struct {
-	memberPath
-	Body struct {
+	TenantPath
+	Member string `path:"member" format:"uuid" doc:"Membership id."`
+	Body   struct {
 		Role string `json:"role" enum:"owner,admin,developer,viewer" doc:"New role; you must outrank both the old and the new role."`
 	}
 }

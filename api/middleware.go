@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -80,5 +81,26 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 			route = rc.RoutePattern()
 		}
 		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(ww.Status())).Observe(time.Since(start).Seconds())
+	})
+}
+
+// recoverPanics turns a handler panic into a logged 500 problem instead of
+// a dropped connection.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil || v == http.ErrAbortHandler {
+				if v != nil {
+					panic(v)
+				}
+				return
+			}
+			s.logger.ErrorContext(r.Context(), "handler panic",
+				slog.String("request_id", requestid.From(r.Context())),
+				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			writeHTTPProblem(r.Context(), w, r, newProblem(http.StatusInternalServerError, "internal", "internal error; quote the request id when reporting it"))
+		}()
+		next.ServeHTTP(w, r)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"sync"
 
@@ -86,10 +87,15 @@ func useProblems() {
 					continue
 				}
 				if d, ok := e.(huma.ErrorDetailer); ok {
-					p.Errors = append(p.Errors, d.ErrorDetail())
+					p.Errors = append(p.Errors, redactValue(d.ErrorDetail()))
 				} else {
 					p.Errors = append(p.Errors, &huma.ErrorDetail{Message: e.Error()})
 				}
+			}
+			if status == http.StatusUnsupportedMediaType {
+				// Huma's 415 detail quotes the raw body, which may hold secrets.
+				p.Detail = "unsupported content type; send application/json"
+				p.Errors = nil
 			}
 			return p
 		}
@@ -123,4 +129,15 @@ func writeHTTPProblem(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// sensitiveRE matches field locations whose rejected values must not be
+// echoed back (write-only credentials).
+var sensitiveRE = regexp.MustCompile(`(?i)(password|secret|token|key$|value$)`)
+
+func redactValue(d *huma.ErrorDetail) *huma.ErrorDetail {
+	if d != nil && sensitiveRE.MatchString(d.Location) {
+		d.Value = nil
+	}
+	return d
 }

@@ -53,7 +53,13 @@ func New(deps Deps) *Server {
 	}
 	r := chi.NewRouter()
 	s := &Server{deps: deps, logger: deps.Logger, router: r}
-	r.Use(withRequestID, s.logRequests, newMetrics(deps.Registry).middleware)
+	r.Use(withRequestID, s.logRequests, newMetrics(deps.Registry).middleware, s.recoverPanics)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPProblem(r.Context(), w, r, newProblem(http.StatusNotFound, "not_found", "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPProblem(r.Context(), w, r, newProblem(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here"))
+	})
 	s.api = newAPI(r)
 	s.api.UseMiddleware(s.authorize)
 	s.register(s.api)
@@ -83,6 +89,9 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 // Mount attaches another handler (console, River UI) under pattern.
 func (s *Server) Mount(pattern string, h http.Handler) { s.router.Mount(pattern, h) }
+
+// Handle attaches a handler to exactly pattern.
+func (s *Server) Handle(pattern string, h http.Handler) { s.router.Handle(pattern, h) }
 
 // API exposes the Huma API (tests walk its operations).
 func (s *Server) API() huma.API { return s.api }

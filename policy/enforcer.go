@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/casbin/casbin/v2"
 	"github.com/casbin/casbin/v2/model"
@@ -25,10 +26,15 @@ const (
 )
 
 // Enforcer decides API permissions. It is safe for concurrent use: the
-// built-in grants are loaded once and never mutated afterwards.
+// built-in grants are loaded once and never mutated afterwards. Decisions
+// are cached (they sit on every request's path); a policy change through
+// the enforcer invalidates the affected entries.
 type Enforcer struct {
-	e *casbin.SyncedEnforcer
+	e *casbin.SyncedCachedEnforcer
 }
+
+// decisionTTL bounds how long a cached decision lives, and so the cache's size.
+const decisionTTL = time.Minute
 
 // NewEnforcer builds the enforcer from the embedded model and grants.
 func NewEnforcer() (*Enforcer, error) {
@@ -36,7 +42,7 @@ func NewEnforcer() (*Enforcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse casbin model: %w", err)
 	}
-	e, err := casbin.NewSyncedEnforcer(m)
+	e, err := casbin.NewSyncedCachedEnforcer(m)
 	if err != nil {
 		return nil, fmt.Errorf("new casbin enforcer: %w", err)
 	}
@@ -46,10 +52,11 @@ func NewEnforcer() (*Enforcer, error) {
 	if err := loadGrants(e); err != nil {
 		return nil, err
 	}
+	e.SetExpireTime(decisionTTL)
 	return &Enforcer{e: e}, nil
 }
 
-func loadGrants(e *casbin.SyncedEnforcer) error {
+func loadGrants(e *casbin.SyncedCachedEnforcer) error {
 	for n, line := range strings.Split(grantsText, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {

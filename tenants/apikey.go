@@ -118,27 +118,37 @@ func (s *Service) ListAPIKeys(ctx context.Context, a Access, page Page) (APIKeyP
 }
 
 // RevokeAPIKey revokes a key; revoking a revoked key is not an error.
-// Other processes stop accepting it within KeyCacheTTL.
+// Nobody revokes a key above their own role. This process stops accepting
+// the key when the call returns; other processes within KeyCacheTTL.
 func (s *Service) RevokeAPIKey(ctx context.Context, a Access, id uuid.UUID) (APIKey, error) {
 	var out APIKey
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		row, err := tenantsdb.New(tx).RevokeAPIKey(ctx, tenantsdb.RevokeAPIKeyParams{TenantID: a.Tenant.ID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			existing, gerr := tenantsdb.New(tx).APIKeyByID(ctx, tenantsdb.APIKeyByIDParams{TenantID: a.Tenant.ID, ID: id})
-			if gerr != nil {
-				return notFound(gerr, "api key", id.String())
-			}
-			out = apiKeyFromRow(existing)
+		q := tenantsdb.New(tx)
+		cur, err := q.APIKeyByID(ctx, tenantsdb.APIKeyByIDParams{TenantID: a.Tenant.ID, ID: id})
+		if err != nil {
+			return notFound(err, "api key", id.String())
+		}
+		if !a.canGrant(policy.Role(cur.Role)) {
+			return roleEscalation(policy.Role(cur.Role))
+		}
+		out = apiKeyFromRow(cur)
+		if cur.RevokedAt != nil {
 			return nil
 		}
+		row, err := q.RevokeAPIKey(ctx, tenantsdb.RevokeAPIKeyParams{TenantID: a.Tenant.ID, ID: id})
 		if err != nil {
 			return fmt.Errorf("revoke api key %s: %w", id, err)
 		}
 		out = apiKeyFromRow(row)
-		s.keys.purge(row.Prefix)
 		return s.record(ctx, tx, a, "api_key.revoke", "api_key", id.String(), map[string]any{"name": row.Name, "prefix": row.Prefix})
 	})
-	return out, err
+	if err != nil {
+		return APIKey{}, err
+	}
+	// Purge after commit: a load racing the transaction is refused by the
+	// cache generation, and a load after this point reads the revocation.
+	s.keys.purge(out.Prefix)
+	return out, nil
 }
 
 // AuthenticateKey turns a presented key into a principal, or an *AuthError
@@ -164,6 +174,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, raw string) (policy.Princ
 }
 
 func (s *Service) loadKey(ctx context.Context, prefix string) (keyEntry, error) {
+	gen := s.keys.generation()
 	row, err := tenantsdb.New(s.pool).APIKeyForAuth(ctx, prefix)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return keyEntry{}, &AuthError{Code: "invalid_api_key", Message: "unknown API key"}
@@ -181,7 +192,7 @@ func (s *Service) loadKey(ctx context.Context, prefix string) (keyEntry, error) 
 			TenantID: row.TenantID.String(), Role: policy.Role(row.Role),
 		},
 	}
-	s.keys.put(prefix, e)
+	s.keys.put(prefix, e, gen)
 	if !e.revoked {
 		// Best effort and throttled in SQL to once a minute per key.
 		if err := tenantsdb.New(s.pool).TouchAPIKey(ctx, tenantsdb.TouchAPIKeyParams{TenantID: row.TenantID, ID: row.ID}); err != nil {

@@ -16,6 +16,10 @@ type keyCache struct {
 	ttl time.Duration
 	mu  sync.Mutex
 	m   map[string]keyEntry
+	// gen counts purges. A load remembers gen before reading the database
+	// and is stored only if no purge happened meanwhile, so a read that
+	// raced a revocation cannot put the old row back.
+	gen uint64
 }
 
 type keyEntry struct {
@@ -57,13 +61,23 @@ func (c *keyCache) get(prefix string) (keyEntry, bool) {
 	return e, true
 }
 
-func (c *keyCache) put(prefix string, e keyEntry) {
+// generation is read before a database load; see put.
+func (c *keyCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+func (c *keyCache) put(prefix string, e keyEntry, gen uint64) {
 	if c.ttl <= 0 {
 		return
 	}
 	e.cachedAt = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	// Sweep stale entries as we go so the map stays bounded by the keys
 	// used within one TTL.
 	if len(c.m) > 1024 {
@@ -79,12 +93,14 @@ func (c *keyCache) put(prefix string, e keyEntry) {
 func (c *keyCache) purge(prefix string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	delete(c.m, prefix)
 }
 
 func (c *keyCache) purgeTenant(id uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	for k, v := range c.m {
 		if v.principal.TenantID == id.String() {
 			delete(c.m, k)

@@ -32,8 +32,11 @@ UPDATE tenants SET deleted_at = now(), updated_at = now()
 WHERE id = @id AND deleted_at IS NULL;
 
 -- name: CreateUser :one
+-- Two tenants inviting the same new email at once both succeed: the loser
+-- of the race gets no row back and reads the winner's.
 INSERT INTO users (id, email, password_hash, platform_admin)
 VALUES (@id, @email, @password_hash, @platform_admin)
+ON CONFLICT ((lower(email))) DO NOTHING
 RETURNING *;
 
 -- name: UserByEmail :one
@@ -90,7 +93,7 @@ WHERE tenant_id = @tenant_id AND (sqlc.narg(after)::uuid IS NULL OR id > sqlc.na
 ORDER BY id LIMIT @lim;
 
 -- name: APIKeyByID :one
-SELECT * FROM api_keys WHERE tenant_id = @tenant_id AND id = @id;
+SELECT * FROM api_keys WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 
 -- name: RevokeAPIKey :one
 UPDATE api_keys SET revoked_at = now()

@@ -143,7 +143,7 @@ func (s *Service) UpdateTenant(ctx context.Context, a Access, in UpdateTenantInp
 		st := string(*in.Status)
 		status = &st
 	}
-	return pg.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Tenant, error) {
+	t, err := pg.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Tenant, error) {
 		row, err := tenantsdb.New(tx).UpdateTenant(ctx, tenantsdb.UpdateTenantParams{ID: a.Tenant.ID, Name: in.Name, Status: status})
 		if err != nil {
 			return Tenant{}, notFound(fmt.Errorf("update tenant %s: %w", a.Tenant.Slug, err), "tenant", a.Tenant.Slug)
@@ -153,14 +153,21 @@ func (s *Service) UpdateTenant(ctx context.Context, a Access, in UpdateTenantInp
 			"name":   {a.Tenant.Name, t.Name},
 			"status": {a.Tenant.Status, t.Status},
 		})
-		s.keys.purgeTenant(t.ID)
+		if len(diff) == 0 {
+			return t, nil // nothing changed, nothing to audit
+		}
 		return t, s.record(ctx, tx, a, "tenant.update", "tenant", t.ID.String(), diff)
 	})
+	if err == nil {
+		s.keys.purgeTenant(t.ID)
+	}
+	return t, err
 }
 
 // DeleteTenant hides the tenant and everything in it. Rows are kept so the
 // audit chain survives; the slug becomes free again.
 func (s *Service) DeleteTenant(ctx context.Context, a Access) error {
+	defer s.keys.purgeTenant(a.Tenant.ID)
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		n, err := tenantsdb.New(tx).DeleteTenant(ctx, a.Tenant.ID)
 		if err != nil {
@@ -169,7 +176,6 @@ func (s *Service) DeleteTenant(ctx context.Context, a Access) error {
 		if n == 0 {
 			return &NotFoundError{Kind: "tenant", Key: a.Tenant.Slug}
 		}
-		s.keys.purgeTenant(a.Tenant.ID)
 		return s.record(ctx, tx, a, "tenant.delete", "tenant", a.Tenant.ID.String(), map[string]any{"slug": a.Tenant.Slug})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -79,6 +80,9 @@ func (s *Service) createUserTx(ctx context.Context, tx pgx.Tx, email string, pas
 	row, err := tenantsdb.New(tx).CreateUser(ctx, tenantsdb.CreateUserParams{
 		ID: uuid.Must(uuid.NewV7()), Email: email, PasswordHash: hash, PlatformAdmin: admin,
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		row, err = tenantsdb.New(tx).UserByEmail(ctx, email)
+	}
 	if err != nil {
 		return tenantsdb.User{}, fmt.Errorf("create user %s: %w", email, err)
 	}
@@ -114,6 +118,7 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("agentplane-dummy-password
 // Login checks an email and password and opens a session.
 func (s *Service) Login(ctx context.Context, email, password string) (Session, error) {
 	bad := &AuthError{Code: "invalid_credentials", Message: "wrong email or password"}
+	email = strings.ToLower(strings.TrimSpace(email))
 	row, err := tenantsdb.New(s.pool).UserByEmail(ctx, email)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.PasswordHash == nil) {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))

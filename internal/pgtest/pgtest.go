@@ -228,3 +228,6 @@ func dbName(u string) string {
 	}
 	return cfg.Database
 }
+
+// Suffix returns a short random string for unique names in parallel tests.
+func Suffix() string { return randomSuffix() }

@@ -98,29 +98,11 @@ func Record(ctx context.Context, tx pgx.Tx, e Event) (err error) {
 	if row.Hash, err = hashRow(row); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
-	if err := q.InsertEvent(ctx, insertParams(row)); err != nil {
+	if err := q.InsertEvent(ctx, auditdb.InsertEventParams(row)); err != nil {
 		return fmt.Errorf("insert audit event: %w", err)
 	}
 	if err := q.UpdateHead(ctx, auditdb.UpdateHeadParams{TenantID: row.TenantID, Seq: row.Seq, Hash: row.Hash}); err != nil {
 		return fmt.Errorf("advance audit head: %w", err)
 	}
 	return nil
-}
-
-func insertParams(r auditdb.AuditEvent) auditdb.InsertEventParams {
-	return auditdb.InsertEventParams{
-		TenantID:   r.TenantID,
-		Seq:        r.Seq,
-		ID:         r.ID,
-		ActorKind:  r.ActorKind,
-		ActorID:    r.ActorID,
-		Action:     r.Action,
-		TargetKind: r.TargetKind,
-		TargetID:   r.TargetID,
-		RequestID:  r.RequestID,
-		Diff:       r.Diff,
-		CreatedAt:  r.CreatedAt,
-		PrevHash:   r.PrevHash,
-		Hash:       r.Hash,
-	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const aPIKeyByID = `-- name: APIKeyByID :one
-SELECT tenant_id, id, name, role, prefix, secret_hash, created_by, created_at, expires_at, last_used_at, revoked_at FROM api_keys WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, name, role, prefix, secret_hash, created_by, created_at, expires_at, last_used_at, revoked_at FROM api_keys WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type APIKeyByIDParams struct {
@@ -204,6 +204,7 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) (Ten
 const createUser = `-- name: CreateUser :one
 INSERT INTO users (id, email, password_hash, platform_admin)
 VALUES ($1, $2, $3, $4)
+ON CONFLICT ((lower(email))) DO NOTHING
 RETURNING id, email, password_hash, platform_admin, created_at
 `
 
@@ -214,6 +215,8 @@ type CreateUserParams struct {
 	PlatformAdmin bool
 }
 
+// Two tenants inviting the same new email at once both succeed: the loser
+// of the race gets no row back and reads the winner's.
 func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, error) {
 	row := q.db.QueryRow(ctx, createUser,
 		arg.ID,

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the process configuration: every field is an AGENTPLANE_*
+// variable, mirrored by a flag of the same name in kebab case. The README's
+// configuration table lists them; keep the two in step.
+type config struct {
+	DatabaseURL   string
+	RedisURL      string
+	HTTPAddr      string
+	AdminToken    string
+	DataDir       string
+	Role          string
+	LogLevel      string
+	LogFormat     string
+	Workers       int
+	KeyCacheTTL   time.Duration
+	StopTimeout   time.Duration
+	Migrate       bool
+	Dev           bool
+	SecureCookies bool
+	// redisSet records whether REDIS_URL was given (even empty = off).
+	redisSet bool
+}
+
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/agentplane?sslmode=disable"
+
+// envOr reads AGENTPLANE_<name>, falling back to def.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv("AGENTPLANE_" + name); ok {
+		return v
+	}
+	return def
+}
+
+// parseConfig reads the environment, then lets flags override it.
+func parseConfig(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL), "PostgreSQL URL (AGENTPLANE_DATABASE_URL)")
+	_, c.redisSet = os.LookupEnv("AGENTPLANE_REDIS_URL")
+	fs.StringVar(&c.RedisURL, "redis-url", envOr("REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL; empty turns Redis off (AGENTPLANE_REDIS_URL)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", envOr("HTTP_ADDR", "127.0.0.1:8080"), "HTTP listen address (AGENTPLANE_HTTP_ADDR)")
+	fs.StringVar(&c.AdminToken, "admin-token", envOr("ADMIN_TOKEN", ""), "platform admin bearer token, at least 32 characters (AGENTPLANE_ADMIN_TOKEN)")
+	fs.StringVar(&c.DataDir, "data-dir", envOr("DATA_DIR", ".data"), "directory for local state (AGENTPLANE_DATA_DIR)")
+	fs.StringVar(&c.Role, "role", envOr("ROLE", "all"), "api, worker or all (AGENTPLANE_ROLE)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("LOG_LEVEL", "info"), "debug, info, warn or error (AGENTPLANE_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", envOr("LOG_FORMAT", "text"), "text or json (AGENTPLANE_LOG_FORMAT)")
+	workers, err := strconv.Atoi(envOr("WORKERS", "20"))
+	if err != nil {
+		return c, fmt.Errorf("AGENTPLANE_WORKERS: %w", err)
+	}
+	fs.IntVar(&c.Workers, "workers", workers, "job worker concurrency (AGENTPLANE_WORKERS)")
+	if c.KeyCacheTTL, err = time.ParseDuration(envOr("KEY_CACHE_TTL", "2s")); err != nil {
+		return c, fmt.Errorf("AGENTPLANE_KEY_CACHE_TTL: %w", err)
+	}
+	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a verified API key is cached, at most 5s (AGENTPLANE_KEY_CACHE_TTL)")
+	if c.StopTimeout, err = time.ParseDuration(envOr("STOP_TIMEOUT", "20s")); err != nil {
+		return c, fmt.Errorf("AGENTPLANE_STOP_TIMEOUT: %w", err)
+	}
+	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "graceful shutdown deadline (AGENTPLANE_STOP_TIMEOUT)")
+	c.Migrate = envOr("MIGRATE", "true") != "false"
+	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply migrations at start (AGENTPLANE_MIGRATE)")
+	c.Dev = envOr("DEV", "false") == "true"
+	fs.BoolVar(&c.Dev, "dev", c.Dev, "development mode: local database, demo tenant, printed credentials (AGENTPLANE_DEV)")
+	secure := envOr("SECURE_COOKIES", "")
+	fs.StringVar(&secure, "secure-cookies", secure, "mark console cookies Secure (HTTPS only); default true except in dev mode (AGENTPLANE_SECURE_COOKIES)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch secure {
+	case "":
+		c.SecureCookies = !c.Dev
+	case "true", "false":
+		c.SecureCookies = secure == "true"
+	default:
+		return c, fmt.Errorf("AGENTPLANE_SECURE_COOKIES %q: must be true or false", secure)
+	}
+	return c, c.validate()
+}
+
+// validate fails fast, naming the variable at fault.
+func (c config) validate() error {
+	switch c.Role {
+	case "api", "worker", "all":
+	default:
+		return fmt.Errorf("AGENTPLANE_ROLE %q: must be api, worker or all", c.Role)
+	}
+	if !c.Dev && len(c.AdminToken) > 0 && len(c.AdminToken) < 32 {
+		return fmt.Errorf("AGENTPLANE_ADMIN_TOKEN: must be at least 32 characters")
+	}
+	if c.Dev && c.AdminToken != "" && len(c.AdminToken) < 32 {
+		return fmt.Errorf("AGENTPLANE_ADMIN_TOKEN: must be at least 32 characters")
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return fmt.Errorf("AGENTPLANE_HTTP_ADDR %q: %w", c.HTTPAddr, err)
+	}
+	if c.KeyCacheTTL < 0 || c.KeyCacheTTL > 5*time.Second {
+		return fmt.Errorf("AGENTPLANE_KEY_CACHE_TTL %s: must be between 0s and 5s", c.KeyCacheTTL)
+	}
+	if c.Workers < 1 {
+		return fmt.Errorf("AGENTPLANE_WORKERS %d: must be at least 1", c.Workers)
+	}
+	if _, err := c.level(); err != nil {
+		return err
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("AGENTPLANE_LOG_FORMAT %q: must be text or json", c.LogFormat)
+	}
+	return nil
+}
+
+func (c config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(c.LogLevel))); err != nil {
+		return l, fmt.Errorf("AGENTPLANE_LOG_LEVEL %q: must be debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}
+
+func (c config) logger() *slog.Logger {
+	l, _ := c.level()
+	opts := &slog.HandlerOptions{Level: l}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// randomToken makes a dev admin token.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := randRead(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
