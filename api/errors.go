@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentplane/agentplane/agent"
 	"github.com/agentplane/agentplane/internal/requestid"
 	"github.com/agentplane/agentplane/tenants"
 	"github.com/agentplane/agentplane/tenants/audit"
@@ -24,6 +25,7 @@ func problemFor(ctx context.Context, logger *slog.Logger, err error) *Problem {
 		ae   *tenants.AuthError
 		inv  *tenants.InvalidError
 		prob *Problem
+		big  *agent.TooLargeError
 	)
 	switch {
 	case errors.As(err, &prob):
@@ -36,6 +38,10 @@ func problemFor(ctx context.Context, logger *slog.Logger, err error) *Problem {
 		return newProblem(http.StatusForbidden, fb.Code, fb.Message)
 	case errors.As(err, &ae):
 		return newProblem(http.StatusUnauthorized, ae.Code, ae.Message)
+	case errors.As(err, &big):
+		p := newProblem(http.StatusRequestEntityTooLarge, "input_too_large", big.Error())
+		p.Errors = []*huma.ErrorDetail{{Message: big.Error(), Location: "body." + big.Field}}
+		return p
 	case errors.Is(err, tenants.ErrTenantSuspended):
 		return newProblem(http.StatusForbidden, "tenant_suspended", "the tenant is suspended")
 	case errors.As(err, &inv):

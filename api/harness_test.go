@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/policy"
@@ -29,6 +31,8 @@ type harness struct {
 	pool   *pgxpool.Pool
 	admin  string
 	logs   *syncBuffer
+	agents *agent.Service
+	model  *llmtest.Server
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -59,9 +63,13 @@ func newHarness(t *testing.T, opts ...func(*api.Deps)) *harness {
 	require.NoError(t, err)
 	enf, err := policy.NewEnforcer()
 	require.NoError(t, err)
+	agents, err := agent.NewService(pool, agent.Config{}, nil, logger)
+	require.NoError(t, err)
+	model := wireRuns(t, pool, agents, svc)
 	deps := api.Deps{
-		Tenants: svc, Enforcer: enf, Pool: pool, Logger: logger,
-		AdminToken: "adm_" + randomHex(24),
+		Tenants: svc, Enforcer: enf, Pool: pool, Logger: logger, Agents: agents,
+		Capabilities: policy.NewCapabilities(pool), Broker: startBroker(t, pool),
+		Secrets: testVault(t, pool), AdminToken: "adm_" + randomHex(24),
 	}
 	for _, o := range opts {
 		o(&deps)
@@ -69,7 +77,7 @@ func newHarness(t *testing.T, opts ...func(*api.Deps)) *harness {
 	s := api.New(deps)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{server: s, srv: srv, pool: pool, admin: deps.AdminToken, logs: logs}
+	return &harness{server: s, srv: srv, pool: pool, admin: deps.AdminToken, logs: logs, agents: agents, model: model}
 }
 
 // response is a decoded reply. JSON holds the body when it is a JSON object.

@@ -79,6 +79,9 @@ func sample(reg huma.Registry, s *huma.Schema) any {
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
 
+// paramSamples are valid values of path parameters that are names, not ids.
+var paramSamples = map[string]string{"name": "sample"}
+
 // fill substitutes {tenant} with slug and every other parameter with ids[name],
 // or a random UUID when ids has none.
 func fill(path, slug string, ids map[string]string) string {
@@ -89,6 +92,9 @@ func fill(path, slug string, ids map[string]string) string {
 		}
 		if id, ok := ids[name]; ok {
 			return id
+		}
+		if v, ok := paramSamples[name]; ok {
+			return v
 		}
 		return uuid.NewString()
 	})

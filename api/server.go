@@ -11,9 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentplane/agentplane/agent"
 	"github.com/agentplane/agentplane/api/docs"
 	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/tenants"
+	"github.com/agentplane/agentplane/tenants/secrets"
 )
 
 // Version is the API version in the OpenAPI document.
@@ -31,6 +33,14 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Ready reports whether the database is reachable and migrated.
 	Ready func(ctx context.Context) error
+	// Agents serves models, agents, threads and runs.
+	Agents *agent.Service
+	// Broker wakes run event streams; nil means streams poll.
+	Broker *agent.Broker
+	// Capabilities reads tenants' capability policies.
+	Capabilities *policy.Capabilities
+	// Secrets is the tenant secrets vault; nil answers its routes with 503.
+	Secrets *secrets.Vault
 }
 
 // Server is the HTTP surface of the API.
@@ -102,6 +112,12 @@ func (s *Server) register(api huma.API) {
 	s.registerMembers(api)
 	s.registerAPIKeys(api)
 	s.registerAudit(api)
+	s.registerSecrets(api)
+	s.registerModels(api)
+	s.registerAgents(api)
+	s.registerThreads(api)
+	s.registerRuns(api)
+	s.registerPolicies(api)
 }
 
 // Spec renders the OpenAPI document without any backing services, for

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/agentplane/agentplane/agent"
 	"github.com/agentplane/agentplane/tenants"
 )
 
@@ -32,6 +33,8 @@ type Config struct {
 	// StopTimeout bounds how long Stop waits for running jobs before
 	// cancelling them; cancelled jobs are retried by another worker.
 	StopTimeout time.Duration
+	// ReapEvery is how often runs with expired leases are looked for.
+	ReapEvery time.Duration
 }
 
 // WithDefaults fills unset fields.
@@ -41,6 +44,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = 20 * time.Second
+	}
+	if c.ReapEvery == 0 {
+		c.ReapEvery = 10 * time.Second
 	}
 	return c
 }
@@ -56,6 +62,8 @@ func (c Config) Validate() error {
 // Services are what the workers need.
 type Services struct {
 	Tenants *tenants.Service
+	// Agents runs agent runs; nil leaves run workers out (tests of other jobs).
+	Agents *agent.Service
 }
 
 // Runtime is the River client with the product's workers.
@@ -70,16 +78,30 @@ func workers(s Services) (*river.Workers, error) {
 	if err := river.AddWorkerSafely(w, &tenants.SessionSweepWorker{Service: s.Tenants}); err != nil {
 		return nil, fmt.Errorf("register session sweep: %w", err)
 	}
+	if s.Agents != nil {
+		if err := river.AddWorkerSafely(w, &agent.RunWorker{Service: s.Agents}); err != nil {
+			return nil, fmt.Errorf("register run worker: %w", err)
+		}
+		if err := river.AddWorkerSafely(w, &agent.ReapWorker{Service: s.Agents}); err != nil {
+			return nil, fmt.Errorf("register run reaper: %w", err)
+		}
+	}
 	return w, nil
 }
 
 // periodic is the list of periodic jobs.
-func periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{
+func periodic(s Services, cfg Config) []*river.PeriodicJob {
+	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 			return tenants.SessionSweepArgs{}, &river.InsertOpts{Queue: QueueMaintenance}
 		}, &river.PeriodicJobOpts{RunOnStart: true, ID: "tenants.session_sweep"}),
 	}
+	if s.Agents != nil {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.ReapEvery), func() (river.JobArgs, *river.InsertOpts) {
+			return agent.ReapArgs{}, &river.InsertOpts{Queue: QueueMaintenance}
+		}, &river.PeriodicJobOpts{RunOnStart: true, ID: "agent.reap_runs"}))
+	}
+	return jobs
 }
 
 // New builds the runtime. It does not start working until Start.
@@ -101,8 +123,11 @@ func New(pool *pgxpool.Pool, cfg Config, s Services, logger *slog.Logger) (*Runt
 		rc.Queues = map[string]river.QueueConfig{
 			QueueDefault:     {MaxWorkers: cfg.Workers},
 			QueueMaintenance: {MaxWorkers: 2},
+			agent.QueueRuns:  {MaxWorkers: cfg.Workers},
 		}
-		rc.PeriodicJobs = periodic()
+		rc.PeriodicJobs = periodic(s, cfg)
+		// Run jobs are short to fetch and latency matters to users.
+		rc.FetchCooldown = 20 * time.Millisecond
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
@@ -111,12 +136,15 @@ func New(pool *pgxpool.Pool, cfg Config, s Services, logger *slog.Logger) (*Runt
 	return &Runtime{Client: client, cfg: cfg}, nil
 }
 
-// Start begins working jobs when this process is a worker.
+// Start begins working jobs when this process is a worker. Only Stop ends
+// the work: River treats cancelling its start context as a hard stop that
+// cancels running jobs at once, so ctx's cancellation is not passed on —
+// otherwise a SIGTERM-cancelled ctx would skip Stop's StopTimeout drain.
 func (r *Runtime) Start(ctx context.Context) error {
 	if !r.cfg.Work {
 		return nil
 	}
-	if err := r.Client.Start(ctx); err != nil {
+	if err := r.Client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start river: %w", err)
 	}
 	return nil

@@ -30,7 +30,12 @@ func FS() fs.FS { return files }
 
 // Apply brings our schema and River's up to date. It holds a session advisory
 // lock for the duration so replicas starting together migrate one at a time.
+// The lock pins one pool connection while the migrations run on another, so
+// the pool must allow at least two.
 func Apply(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	if n := pool.Config().MaxConns; n < 2 {
+		return fmt.Errorf("apply migrations: pool allows %d connection(s), need at least 2 (one holds the migration lock)", n)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire migration connection: %w", err)
@@ -108,10 +113,19 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 	if pending {
 		return fmt.Errorf("%w: goose", ErrPending)
 	}
-	var riverVersion int
-	err = pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM river_migration WHERE line = 'main'`).Scan(&riverVersion)
+	// rivermigrate reads river_migration as River itself does, so a database
+	// without that table (or from before its line column) reads as version 0.
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	existing, err := m.ExistingVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("check river migrations: %w", err)
+	}
+	riverVersion := 0
+	if len(existing) > 0 {
+		riverVersion = existing[len(existing)-1].Version
 	}
 	if riverVersion < RiverVersion {
 		return fmt.Errorf("%w: river at %d, want %d", ErrPending, riverVersion, RiverVersion)

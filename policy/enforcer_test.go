@@ -22,6 +22,18 @@ var truthTable = map[policy.Permission][]policy.Role{
 	policy.APIKeyWrite:  {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
 	policy.AuditRead:    {policy.RoleOwner, policy.RoleAdmin},
 	policy.PlatformOps:  {},
+	policy.SecretRead:   {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
+	policy.SecretWrite:  {policy.RoleOwner, policy.RoleAdmin},
+	policy.ModelRead:    {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper, policy.RoleViewer},
+	policy.ModelWrite:   {policy.RoleOwner, policy.RoleAdmin},
+	policy.AgentRead:    {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper, policy.RoleViewer},
+	policy.AgentWrite:   {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
+	policy.ThreadRead:   {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper, policy.RoleViewer},
+	policy.ThreadWrite:  {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
+	policy.RunRead:      {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper, policy.RoleViewer},
+	policy.RunWrite:     {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
+	policy.PolicyRead:   {policy.RoleOwner, policy.RoleAdmin, policy.RoleDeveloper},
+	policy.PolicyWrite:  {policy.RoleOwner, policy.RoleAdmin},
 }
 
 func TestRolePermissionTruthTable(t *testing.T) {

@@ -22,6 +22,18 @@ const (
 	APIKeyRead   Permission = "apikey:read"
 	APIKeyWrite  Permission = "apikey:write"
 	AuditRead    Permission = "audit:read"
+	SecretRead   Permission = "secret:read" // metadata only; values are never readable
+	SecretWrite  Permission = "secret:write"
+	ModelRead    Permission = "model:read"
+	ModelWrite   Permission = "model:write"
+	AgentRead    Permission = "agent:read"
+	AgentWrite   Permission = "agent:write"
+	ThreadRead   Permission = "thread:read"
+	ThreadWrite  Permission = "thread:write"
+	RunRead      Permission = "run:read"
+	RunWrite     Permission = "run:write" // start and cancel runs
+	PolicyRead   Permission = "policy:read"
+	PolicyWrite  Permission = "policy:write"
 	// PlatformOps covers platform surfaces such as the River UI.
 	PlatformOps Permission = "platform:ops"
 )
@@ -30,6 +42,8 @@ const (
 var Permissions = []Permission{
 	TenantCreate, TenantList, TenantRead, TenantUpdate, TenantDelete,
 	MemberRead, MemberWrite, APIKeyRead, APIKeyWrite, AuditRead, PlatformOps,
+	SecretRead, SecretWrite, ModelRead, ModelWrite, AgentRead, AgentWrite,
+	ThreadRead, ThreadWrite, RunRead, RunWrite, PolicyRead, PolicyWrite,
 }
 
 // Known reports whether p is one of Permissions.

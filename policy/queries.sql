@@ -44,3 +44,13 @@ RETURNING id, tenant_id, ptype, v0, v1, v2, v3, v4, v5;
 -- name: DeleteAllRules :exec
 -- Only SavePolicy uses this, inside the transaction that writes the new set.
 DELETE FROM casbin_rules;
+
+-- name: DeleteTenantCapabilityRules :exec
+-- Capability rules are "p" rules on the "use" action; replacing a tenant's
+-- set deletes exactly those, in the caller's transaction.
+DELETE FROM casbin_rules WHERE tenant_id = @tenant_id AND ptype = 'p' AND v3 = 'use';
+
+-- name: TenantCapabilityRules :many
+SELECT v0, v2, v4 FROM casbin_rules
+WHERE tenant_id = @tenant_id AND ptype = 'p' AND v3 = 'use'
+ORDER BY id;

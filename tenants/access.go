@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -59,4 +60,48 @@ func (s *Service) roleIn(ctx context.Context, p policy.Principal, t Tenant) (pol
 		return "", nil
 	}
 	return "", hidden
+}
+
+// LiveRole is a principal's role in a tenant right now, read from the
+// database: the execution-time guardrail uses it so that a key revoked, a
+// member removed or a tenant suspended mid-run stops the run's tools.
+// Platform admin and system principals answer "" (they decide as owners).
+func (s *Service) LiveRole(ctx context.Context, tenantID uuid.UUID, p policy.Principal) (policy.Role, error) {
+	q := tenantsdb.New(s.pool)
+	switch p.Kind {
+	case policy.KindAPIKey:
+		id, err := uuid.Parse(p.ID)
+		if err != nil {
+			return "", &AuthError{Code: "invalid_api_key", Message: "malformed key id"}
+		}
+		k, err := q.APIKeyStanding(ctx, tenantsdb.APIKeyStandingParams{TenantID: tenantID, ID: id})
+		if err != nil {
+			return "", notFound(err, "api key", p.ID)
+		}
+		e := keyEntry{expiresAt: k.ExpiresAt, revoked: k.RevokedAt != nil, suspended: k.TenantStatus == string(StatusSuspended)}
+		if _, err := e.check(time.Now()); err != nil {
+			return "", err
+		}
+		return policy.Role(k.Role), nil
+	case policy.KindUser:
+		uid, err := uuid.Parse(p.ID)
+		if err != nil {
+			return "", &NotFoundError{Kind: "member", Key: p.ID}
+		}
+		role, err := q.MembershipRole(ctx, tenantsdb.MembershipRoleParams{TenantID: tenantID, UserID: uid})
+		if err != nil {
+			return "", notFound(err, "member", p.ID)
+		}
+		t, err := q.TenantByID(ctx, tenantID)
+		if err != nil {
+			return "", notFound(err, "tenant", tenantID.String())
+		}
+		if Status(t.Status) == StatusSuspended {
+			return "", ErrTenantSuspended
+		}
+		return policy.Role(role), nil
+	case policy.KindPlatformAdmin, policy.KindSystem:
+		return "", nil
+	}
+	return "", fmt.Errorf("unknown principal kind %q", p.Kind)
 }

@@ -127,3 +127,8 @@ DELETE FROM sessions WHERE token_hash = @token_hash;
 
 -- name: DeleteExpiredSessions :execrows
 DELETE FROM sessions WHERE expires_at <= now();
+
+-- name: APIKeyStanding :one
+SELECT k.role, k.expires_at, k.revoked_at, t.status AS tenant_status
+FROM api_keys k JOIN tenants t ON t.id = k.tenant_id AND t.deleted_at IS NULL
+WHERE k.tenant_id = @tenant_id AND k.id = @id;

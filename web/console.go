@@ -10,8 +10,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentplane/agentplane/agent"
 	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/tenants"
+	"github.com/agentplane/agentplane/tenants/secrets"
 )
 
 // LoginLimiter throttles login attempts by key ("login:ip:<ip>",
@@ -27,12 +29,20 @@ type LoginLimiter interface {
 type Deps struct {
 	Tenants  *tenants.Service
 	Enforcer *policy.Enforcer
+	// Agents serves the model endpoint, agent, thread and run pages; nil
+	// leaves them out.
+	Agents *agent.Service
+	// Broker wakes the run page's live event stream; nil makes the stream
+	// poll the events table instead.
+	Broker *agent.Broker
 	// Logger receives handler failures; nil discards them.
 	Logger  *slog.Logger
 	Limiter LoginLimiter
 	// SecureCookies sets the Secure flag on cookies; false only for plain
 	// http in development.
 	SecureCookies bool
+	// Secrets serves the secrets page; nil leaves it out.
+	Secrets *secrets.Vault
 }
 
 // Console is the admin console, an http.Handler to mount at ui.Prefix:
@@ -115,6 +125,16 @@ func (c *Console) routes() chi.Router {
 			})
 
 			r.With(c.need(policy.AuditRead)).Get("/audit", c.auditPage)
+			if c.deps.Secrets != nil {
+				c.secretRoutes(r)
+			}
+
+			if c.deps.Agents != nil {
+				c.modelRoutes(r)
+				c.agentRoutes(r)
+				c.threadRoutes(r)
+				c.runRoutes(r)
+			}
 		})
 	})
 	return r

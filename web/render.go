@@ -67,14 +67,23 @@ func (c *Console) chrome(ctx context.Context, section string) *ui.Chrome {
 		ch.Tenants = append(ch.Tenants, ui.TenantOption{Slug: t.Slug, Name: t.Name, Current: t.Slug == ch.Tenant})
 	}
 	if slug := ch.Tenant; slug != "" {
-		for _, n := range []struct {
+		type navEntry struct {
 			label, section string
 			perm           policy.Permission
-		}{
+		}
+		entries := []navEntry{
 			{"Members", sectionMembers, policy.MemberRead},
 			{"API keys", sectionAPIKeys, policy.APIKeyRead},
 			{"Audit log", sectionAudit, policy.AuditRead},
-		} {
+		}
+		if c.deps.Agents != nil {
+			entries = append(entries, navEntry{"Models", sectionModels, policy.ModelRead}, navEntry{"Agents", sectionAgents, policy.AgentRead})
+			entries = append(entries, navEntry{"Threads", sectionThreads, policy.ThreadRead}, navEntry{"Runs", sectionRuns, policy.RunRead})
+		}
+		if c.deps.Secrets != nil {
+			entries = append(entries, navEntry{"Secrets", sectionSecrets, policy.SecretRead})
+		}
+		for _, n := range entries {
 			if c.can(ctx, n.perm) {
 				ch.Nav = append(ch.Nav, ui.NavLink{Label: n.label, Href: ui.TenantPath(slug, n.section), TestID: "nav-" + n.section, Active: section == n.section})
 			}

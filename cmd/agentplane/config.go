@@ -20,6 +20,7 @@ type config struct {
 	RedisURL      string
 	HTTPAddr      string
 	AdminToken    string
+	MasterKey     string
 	DataDir       string
 	Role          string
 	LogLevel      string
@@ -53,6 +54,8 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&c.RedisURL, "redis-url", envOr("REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL; empty turns Redis off (AGENTPLANE_REDIS_URL)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", envOr("HTTP_ADDR", "127.0.0.1:8080"), "HTTP listen address (AGENTPLANE_HTTP_ADDR)")
 	fs.StringVar(&c.AdminToken, "admin-token", envOr("ADMIN_TOKEN", ""), "platform admin bearer token, at least 32 characters (AGENTPLANE_ADMIN_TOKEN)")
+	// No environment default here, so --help never prints the key.
+	fs.StringVar(&c.MasterKey, "master-key", "", "32 random bytes, base64, that wrap tenant secrets; prefer the variable, flags show in ps (AGENTPLANE_MASTER_KEY)")
 	fs.StringVar(&c.DataDir, "data-dir", envOr("DATA_DIR", ".data"), "directory for local state (AGENTPLANE_DATA_DIR)")
 	fs.StringVar(&c.Role, "role", envOr("ROLE", "all"), "api, worker or all (AGENTPLANE_ROLE)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("LOG_LEVEL", "info"), "debug, info, warn or error (AGENTPLANE_LOG_LEVEL)")
@@ -78,6 +81,9 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&secure, "secure-cookies", secure, "mark console cookies Secure (HTTPS only); default true except in dev mode (AGENTPLANE_SECURE_COOKIES)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.MasterKey == "" {
+		c.MasterKey = envOr("MASTER_KEY", "")
 	}
 	switch secure {
 	case "":

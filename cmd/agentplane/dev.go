@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 
+	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/tenants"
 )
@@ -47,6 +49,9 @@ func (a *app) seedDemo(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("seed demo api key: %w", err)
 	}
 	base := "http://" + a.displayAddr()
+	if err := a.seedDemoModel(ctx, acc, base+devModelPrefix+"/v1"); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, `
 agentplane dev mode — for development only
   console      %s/console/
@@ -56,8 +61,29 @@ agentplane dev mode — for development only
   api docs     %s/docs
   river ui     %s/admin/river (log in to the console first)
   try:         curl -H 'Authorization: Bearer %s' %s/v1/tenants/%s
+  demo model   %s%s/v1 (scripted; the demo tenant's default model)
 
-`, base, demoEmail, password, key.Key, demoSlug, a.cfg.AdminToken, base, base, key.Key, base, demoSlug)
+`, base, demoEmail, password, key.Key, demoSlug, a.cfg.AdminToken, base, base, key.Key, base, demoSlug, base, devModelPrefix)
+	return nil
+}
+
+// devModelPrefix is where dev mode serves the scripted model, so a newcomer
+// sees complete runs without any model API key.
+const devModelPrefix = "/dev/fakellm"
+
+// seedDemoModel points the demo tenant's default model endpoint at the
+// scripted model this process serves (the address may change between starts).
+func (a *app) seedDemoModel(ctx context.Context, acc tenants.Access, url string) error {
+	yes := true
+	_, err := a.agents.GetModel(ctx, acc, "demo")
+	if errors.Is(err, tenants.ErrNotFound) {
+		_, err = a.agents.CreateModel(ctx, acc, agent.ModelInput{Name: "demo", BaseURL: url, Model: llmtest.DefaultModel, Default: &yes})
+	} else if err == nil {
+		_, err = a.agents.UpdateModel(ctx, acc, "demo", agent.ModelPatch{BaseURL: &url, Default: &yes})
+	}
+	if err != nil {
+		return fmt.Errorf("seed demo model: %w", err)
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ commands:
   migrate        apply database migrations and exit
   openapi        print the OpenAPI document (YAML)
   audit verify   check every tenant's audit hash chain (--tenant SLUG for one)
+  fakellm        serve a scripted OpenAI-compatible model endpoint (--addr, --script)
   version        print the version
 `
 
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("usage: agentplane audit verify [--tenant SLUG]")
 		}
 		return auditVerify(ctx, args[2:], stdout)
+	case "fakellm":
+		return fakellm(ctx, args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "agentplane", version())
 		return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/internal/devpg"
 	"github.com/agentplane/agentplane/internal/pg"
@@ -22,18 +24,23 @@ import (
 	"github.com/agentplane/agentplane/migrations"
 	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/tenants"
+	"github.com/agentplane/agentplane/tenants/secrets"
 )
 
 // app is everything serve wires together, kept for an orderly shutdown.
 type app struct {
-	cfg     config
-	logger  *slog.Logger
-	pool    *pgxpool.Pool
-	redis   *redis.Client
-	tenants *tenants.Service
-	runtime *jobs.Runtime
-	http    *http.Server
-	cluster *devpg.Cluster
+	cfg          config
+	logger       *slog.Logger
+	pool         *pgxpool.Pool
+	redis        *redis.Client
+	tenants      *tenants.Service
+	runtime      *jobs.Runtime
+	http         *http.Server
+	vault        *secrets.Vault
+	agents       *agent.Service
+	broker       *agent.Broker
+	capabilities *policy.Capabilities
+	cluster      *devpg.Cluster
 }
 
 func serve(ctx context.Context, args []string, stdout io.Writer) error {
@@ -111,18 +118,23 @@ func (a *app) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.buildAgents(ctx); err != nil {
+		return err
+	}
 	a.runtime, err = jobs.New(a.pool, jobs.Config{
 		Workers: a.cfg.Workers, Work: a.cfg.Role != "api", StopTimeout: a.cfg.StopTimeout,
-	}, jobs.Services{Tenants: a.tenants}, a.logger)
+	}, jobs.Services{Tenants: a.tenants, Agents: a.agents}, a.logger)
 	if err != nil {
 		return err
 	}
+	a.agents.UseQueue(a.runtime.Client)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	deps := api.Deps{
 		Tenants: a.tenants, Enforcer: enforcer, Pool: a.pool, Logger: a.logger,
 		AdminToken: a.cfg.AdminToken, Registry: reg,
-		Ready: func(ctx context.Context) error { return migrations.Check(ctx, a.pool) },
+		Ready:  func(ctx context.Context) error { return migrations.Check(ctx, a.pool) },
+		Agents: a.agents, Broker: a.broker, Capabilities: a.capabilities, Secrets: a.vault,
 	}
 	handler, err := a.handler(ctx, deps, enforcer)
 	if err != nil {
@@ -143,6 +155,14 @@ func (a *app) handler(ctx context.Context, deps api.Deps, enforcer *policy.Enfor
 		return nil, err
 	}
 	srv.Mount(jobs.UIPrefix, srv.PlatformOnly(ui))
+	if a.cfg.Dev {
+		fake := llmtest.NewServer()
+		for _, r := range llmtest.DemoRules() {
+			fake.AddRule(r)
+		}
+		fake.DisableRecording()
+		srv.Mount(devModelPrefix, http.StripPrefix(devModelPrefix, fake.Handler()))
+	}
 	if err := a.mountConsole(srv, enforcer); err != nil {
 		return nil, err
 	}
@@ -182,6 +202,10 @@ func (a *app) run(ctx context.Context) error {
 		return fmt.Errorf("AGENTPLANE_HTTP_ADDR: %w", err)
 	}
 	if err := a.runtime.Start(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if err := a.broker.Start(ctx); err != nil {
 		_ = ln.Close()
 		return err
 	}

@@ -34,8 +34,13 @@ type Cluster struct {
 // ErrNoBinaries means PostgreSQL server binaries are not installed.
 var ErrNoBinaries = errors.New("no PostgreSQL server binaries found (install the postgresql package, or set AGENTPLANE_DATABASE_URL)")
 
-// Start initializes (once) and starts a cluster in dataDir/postgres.
+// Start initializes (once) and starts a cluster in dataDir/postgres on Port.
 func Start(ctx context.Context, dataDir string) (*Cluster, error) {
+	return StartOn(ctx, dataDir, Port)
+}
+
+// StartOn is Start on a chosen port, so tests need not contend for Port.
+func StartOn(ctx context.Context, dataDir string, port int) (*Cluster, error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -51,10 +56,10 @@ func Start(ctx context.Context, dataDir string) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.run(ctx, "pg_ctl", "-D", c.dir, "-l", filepath.Join(c.dir, "server.log"), "-w", "-t", "30",
-		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s", Port, c.dir), "start"); err != nil {
+		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s", port, c.dir), "start"); err != nil {
 		return nil, fmt.Errorf("start private postgres (log: %s): %w", filepath.Join(c.dir, "server.log"), err)
 	}
-	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/agentplane?sslmode=disable", Port)
+	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/agentplane?sslmode=disable", port)
 	return c, nil
 }
 

@@ -11,6 +11,22 @@ import (
 	"github.com/google/uuid"
 )
 
+type Agent struct {
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	Name           string
+	Model          *string
+	Instructions   string
+	ToolGroups     []string
+	Skills         []string
+	Subagents      bool
+	MaxTurns       int32
+	TokenBudget    *int64
+	TimeoutSeconds int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
 type ApiKey struct {
 	TenantID   uuid.UUID
 	ID         uuid.UUID
@@ -68,6 +84,85 @@ type Membership struct {
 	UpdatedAt time.Time
 }
 
+type Message struct {
+	TenantID   uuid.UUID
+	ThreadID   uuid.UUID
+	Seq        int64
+	RunID      uuid.UUID
+	Step       int32
+	Idx        int32
+	Role       string
+	Content    string
+	ToolCalls  []byte
+	ToolCallID *string
+	ToolName   *string
+	CreatedAt  time.Time
+}
+
+type ModelEndpoint struct {
+	TenantID      uuid.UUID
+	ID            uuid.UUID
+	Name          string
+	BaseUrl       string
+	Model         string
+	ApiKeySecret  *string
+	IsDefault     bool
+	ContextWindow int32
+	SupportsTools bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+type Run struct {
+	TenantID        uuid.UUID
+	ID              uuid.UUID
+	ThreadID        uuid.UUID
+	AgentID         uuid.UUID
+	AgentName       string
+	PrincipalKind   string
+	PrincipalID     string
+	PrincipalRole   string
+	Status          string
+	StopReason      *string
+	Error           *string
+	Input           string
+	Metadata        json.RawMessage
+	IdempotencyKey  *string
+	RequestHash     []byte
+	CancelRequested bool
+	Turns           int32
+	EventSeq        int64
+	InputTokens     int64
+	OutputTokens    int64
+	TotalTokens     int64
+	LeaseOwner      *string
+	LeaseEpoch      int64
+	LeaseExpiresAt  *time.Time
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	UpdatedAt       time.Time
+}
+
+type RunEvent struct {
+	TenantID  uuid.UUID
+	RunID     uuid.UUID
+	Seq       int64
+	Type      string
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+type Secret struct {
+	TenantID    uuid.UUID
+	Name        string
+	Version     int32
+	Ciphertext  []byte
+	Fingerprint string
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
 type Session struct {
 	TokenHash []byte
 	UserID    uuid.UUID
@@ -84,6 +179,41 @@ type Tenant struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	DeletedAt *time.Time
+}
+
+type TenantDataKey struct {
+	TenantID   uuid.UUID
+	WrappedKey []byte
+	CreatedAt  time.Time
+}
+
+type Thread struct {
+	TenantID  uuid.UUID
+	ID        uuid.UUID
+	Title     string
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt *time.Time
+}
+
+type UsageRecord struct {
+	TenantID        uuid.UUID
+	ID              uuid.UUID
+	RunID           uuid.UUID
+	ThreadID        uuid.UUID
+	AgentName       string
+	Caller          string
+	Principal       string
+	ModelEndpoint   string
+	Model           string
+	CallKey         string
+	InputTokens     int64
+	OutputTokens    int64
+	CacheReadTokens int64
+	TotalTokens     int64
+	LatencyMs       int32
+	CreatedAt       time.Time
 }
 
 type User struct {

@@ -115,6 +115,17 @@ func (q *Queries) DeleteRule(ctx context.Context, arg DeleteRuleParams) error {
 	return err
 }
 
+const deleteTenantCapabilityRules = `-- name: DeleteTenantCapabilityRules :exec
+DELETE FROM casbin_rules WHERE tenant_id = $1 AND ptype = 'p' AND v3 = 'use'
+`
+
+// Capability rules are "p" rules on the "use" action; replacing a tenant's
+// set deletes exactly those, in the caller's transaction.
+func (q *Queries) DeleteTenantCapabilityRules(ctx context.Context, tenantID *uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteTenantCapabilityRules, tenantID)
+	return err
+}
+
 const insertRule = `-- name: InsertRule :exec
 INSERT INTO casbin_rules (tenant_id, ptype, v0, v1, v2, v3, v4, v5)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -217,6 +228,38 @@ func (q *Queries) ListRulesForTenant(ctx context.Context, tenantID *uuid.UUID) (
 			&i.V4,
 			&i.V5,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tenantCapabilityRules = `-- name: TenantCapabilityRules :many
+SELECT v0, v2, v4 FROM casbin_rules
+WHERE tenant_id = $1 AND ptype = 'p' AND v3 = 'use'
+ORDER BY id
+`
+
+type TenantCapabilityRulesRow struct {
+	V0 string
+	V2 string
+	V4 string
+}
+
+func (q *Queries) TenantCapabilityRules(ctx context.Context, tenantID *uuid.UUID) ([]TenantCapabilityRulesRow, error) {
+	rows, err := q.db.Query(ctx, tenantCapabilityRules, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TenantCapabilityRulesRow
+	for rows.Next() {
+		var i TenantCapabilityRulesRow
+		if err := rows.Scan(&i.V0, &i.V2, &i.V4); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -76,6 +76,36 @@ func (q *Queries) APIKeyForAuth(ctx context.Context, prefix string) (APIKeyForAu
 	return i, err
 }
 
+const aPIKeyStanding = `-- name: APIKeyStanding :one
+SELECT k.role, k.expires_at, k.revoked_at, t.status AS tenant_status
+FROM api_keys k JOIN tenants t ON t.id = k.tenant_id AND t.deleted_at IS NULL
+WHERE k.tenant_id = $1 AND k.id = $2
+`
+
+type APIKeyStandingParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+type APIKeyStandingRow struct {
+	Role         string
+	ExpiresAt    *time.Time
+	RevokedAt    *time.Time
+	TenantStatus string
+}
+
+func (q *Queries) APIKeyStanding(ctx context.Context, arg APIKeyStandingParams) (APIKeyStandingRow, error) {
+	row := q.db.QueryRow(ctx, aPIKeyStanding, arg.TenantID, arg.ID)
+	var i APIKeyStandingRow
+	err := row.Scan(
+		&i.Role,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.TenantStatus,
+	)
+	return i, err
+}
+
 const createAPIKey = `-- name: CreateAPIKey :one
 INSERT INTO api_keys (tenant_id, id, name, role, prefix, secret_hash, created_by, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

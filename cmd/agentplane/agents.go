@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/llm"
+	"github.com/agentplane/agentplane/agent/tools"
+	"github.com/agentplane/agentplane/policy"
+	"github.com/agentplane/agentplane/tenants/secrets"
+)
+
+// buildAgents wires the vault, the agent service and its runtime. The
+// tool registry's sources are listed here in priority order (platform
+// config, builtins, MCP, subagents); sources arrive with their issues.
+func (a *app) buildAgents(ctx context.Context) error {
+	key, err := loadMasterKey(a.cfg, a.logger)
+	if err != nil {
+		return err
+	}
+	a.vault, err = secrets.NewVault(a.pool, key, a.logger)
+	if err != nil {
+		return err
+	}
+	if err := a.vault.CheckMasterKey(ctx); err != nil {
+		return fmt.Errorf("AGENTPLANE_MASTER_KEY: %w", err)
+	}
+	a.agents, err = agent.NewService(a.pool, agent.Config{}, a.vault, a.logger)
+	if err != nil {
+		return err
+	}
+	a.capabilities = policy.NewCapabilities(a.pool)
+	host, _ := os.Hostname()
+	err = a.agents.UseRuntime(agent.Runtime{
+		Models:       llm.New(llm.Config{}),
+		Tools:        tools.NewRegistry(),
+		Capabilities: a.capabilities,
+		Principals:   a.tenants,
+		Owner:        fmt.Sprintf("%s:%d", host, os.Getpid()),
+	})
+	if err != nil {
+		return err
+	}
+	a.broker = agent.NewBroker(a.pool, a.logger)
+	return nil
+}
