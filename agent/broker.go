@@ -44,6 +44,9 @@ func (b *Broker) Start(ctx context.Context) error {
 			return c.Hijack(), nil
 		},
 		LogError: func(ctx context.Context, err error) {
+			if ctx.Err() != nil {
+				return // shutting down
+			}
 			b.logger.WarnContext(ctx, "event listener", slog.String("error", err.Error()))
 		},
 		ReconnectDelay: time.Second,

@@ -28,7 +28,8 @@ const (
 )
 
 // NotifyChannel is the PostgreSQL channel that carries "tenant:run:seq" for
-// every stored event, so every replica's subscribers learn of it.
+// every stored event, so every replica's subscribers learn of it. The
+// AppendEvent query names it too; keep the two equal.
 const NotifyChannel = "agentplane_run_events"
 
 // Event is one stored run event.
@@ -40,7 +41,8 @@ type Event struct {
 }
 
 // appendEvent stores an event under the run's next sequence number and
-// notifies listeners (delivered at commit when db is a transaction). A
+// notifies listeners in the same statement (delivered at commit when db is
+// a transaction). A
 // worker passes its lease epoch; a fenced-out worker gets ErrFenced.
 func (s *Service) appendEvent(ctx context.Context, db pg.DBTX, tenantID, runID uuid.UUID, epoch *int64, typ string, data any) (Event, error) {
 	raw, err := json.Marshal(data)
@@ -55,10 +57,6 @@ func (s *Service) appendEvent(ctx context.Context, db pg.DBTX, tenantID, runID u
 			return Event{}, fenced(err)
 		}
 		return Event{}, fmt.Errorf("append %s event: %w", typ, err)
-	}
-	payload := tenantID.String() + ":" + runID.String() + ":" + fmt.Sprint(row.Seq)
-	if _, err := db.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, payload); err != nil {
-		return Event{}, fmt.Errorf("notify %s event: %w", typ, err)
 	}
 	return Event{Seq: row.Seq, Type: typ, Data: raw, CreatedAt: row.CreatedAt}, nil
 }

@@ -47,14 +47,27 @@ type runState struct {
 // drive runs the loop under a heartbeat and writes the terminal status.
 func (r *runState) drive(parent context.Context) error {
 	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	go r.heartbeat(ctx, cancel)
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		r.heartbeat(ctx, cancel)
+	}()
+	defer func() {
+		cancel(nil)
+		<-beating // no goroutine outlives the run
+	}()
 
-	deadline := r.row.StartedAt.Add(time.Duration(r.timeoutSeconds(ctx)) * time.Second)
-	ctx, stop := context.WithDeadlineCause(ctx, deadline, errTimedOut)
-	defer stop()
-
-	out := r.run(ctx)
+	var out outcome
+	ag, err := r.s.AgentByName(ctx, r.row.TenantID, r.row.AgentName)
+	if err != nil {
+		out = outcome{status: StatusFailed, err: fmt.Sprintf("agent %q: %v", r.row.AgentName, err)}
+	} else {
+		r.agent = ag
+		deadline := r.row.StartedAt.Add(time.Duration(ag.TimeoutSeconds) * time.Second)
+		tctx, stop := context.WithDeadlineCause(ctx, deadline, errTimedOut)
+		out = r.run(tctx)
+		stop()
+	}
 	if errors.Is(context.Cause(ctx), ErrFenced) {
 		r.s.logger.WarnContext(parent, "run lease lost; stopping", "run_id", r.row.ID)
 		return nil
@@ -65,15 +78,6 @@ func (r *runState) drive(parent context.Context) error {
 		return parent.Err()
 	}
 	return r.finish(context.WithoutCancel(parent), out)
-}
-
-// timeoutSeconds reads the agent's timeout before the loop loads it fully.
-func (r *runState) timeoutSeconds(ctx context.Context) int {
-	ag, err := r.s.AgentByName(ctx, r.row.TenantID, r.row.AgentName)
-	if err != nil || ag.TimeoutSeconds <= 0 {
-		return 600
-	}
-	return ag.TimeoutSeconds
 }
 
 // heartbeat extends the lease and watches for cancellation and fencing.

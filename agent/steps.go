@@ -23,11 +23,8 @@ const maxToolOutput = 64 << 10
 // principal must still be authorized and the model must be allowed.
 func (r *runState) prepare(ctx context.Context) error {
 	s := r.s
-	ag, err := s.AgentByName(ctx, r.row.TenantID, r.row.AgentName)
-	if err != nil {
-		return fmt.Errorf("agent %q: %w", r.row.AgentName, err)
-	}
-	r.agent = ag
+	ag := r.agent // loaded by drive, which needed its timeout
+	var err error
 	if r.model, err = s.ModelFor(ctx, r.row.TenantID, ag); err != nil {
 		return fmt.Errorf("model endpoint for agent %q: %w", ag.Name, err)
 	}
@@ -109,6 +106,12 @@ func (r *runState) assemble(ctx context.Context, role policy.Role, caps *policy.
 	}
 	r.byName = map[string]tools.Tool{}
 	for _, t := range avail {
+		if !r.agentAllowsGroup(t.Group) {
+			if err := r.event(ctx, EventToolDenied, map[string]any{"name": t.Name, "gate": "authorized", "reason": fmt.Sprintf("tool group %q is not enabled for agent %q", t.Group, r.agent.Name)}); err != nil {
+				return err
+			}
+			continue
+		}
 		ok, err := caps.Allowed(role, policy.Capability{Kind: "tool", Name: t.Name, Group: t.Group})
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated allows nothing.
@@ -127,6 +130,20 @@ func (r *runState) assemble(ctx context.Context, role policy.Role, caps *policy.
 		}
 	}
 	return nil
+}
+
+// agentAllowsGroup applies the agent's tool groups: an empty list allows
+// every group, otherwise only the listed ones.
+func (r *runState) agentAllowsGroup(group string) bool {
+	if len(r.agent.ToolGroups) == 0 {
+		return true
+	}
+	for _, g := range r.agent.ToolGroups {
+		if g == group {
+			return true
+		}
+	}
+	return false
 }
 
 // loadHistory rebuilds the conversation from the durable log.
@@ -220,23 +237,21 @@ func (r *runState) call(ctx context.Context, step int) (llm.Response, error) {
 			req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 	}
-	var eventErr error
-	onDelta := func(text string) {
-		if err := r.event(ctx, EventMessageDelta, map[string]any{"step": step, "text": text}); err != nil && eventErr == nil {
-			eventErr = err
-		}
-	}
+	deltas := &deltaBatcher{flush: func(text string) error {
+		return r.event(ctx, EventMessageDelta, map[string]any{"step": step, "text": text})
+	}}
+	onDelta := deltas.add
 	onRetry := func(ri llm.RetryInfo) {
 		_ = r.event(ctx, EventError, map[string]any{
 			"retrying": true, "attempt": ri.Attempt, "wait_ms": ri.Wait.Milliseconds(), "error": ri.Err.Error(),
 		})
 	}
 	resp, err := r.s.rt.Models.Complete(ctx, r.endpoint, req, onDelta, onRetry)
+	if ferr := deltas.done(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return llm.Response{}, err
-	}
-	if eventErr != nil {
-		return llm.Response{}, eventErr
 	}
 	if err := r.recordCall(ctx, step, resp); err != nil {
 		return llm.Response{}, err

@@ -13,6 +13,7 @@ import (
 	"github.com/agentplane/agentplane/internal/pg"
 	"github.com/agentplane/agentplane/tenants"
 	"github.com/agentplane/agentplane/tenants/audit"
+	"github.com/agentplane/agentplane/tenants/usage"
 )
 
 // Thread is a conversation; runs happen on it one at a time.
@@ -162,4 +163,12 @@ func (s *Service) ListMessages(ctx context.Context, a tenants.Access, threadID u
 		out.NextAfter = rows[n-1].Seq
 	}
 	return out, nil
+}
+
+// ThreadUsage sums the usage ledger over a thread's runs.
+func (s *Service) ThreadUsage(ctx context.Context, a tenants.Access, id uuid.UUID) (usage.Totals, error) {
+	if _, err := s.GetThread(ctx, a, id); err != nil {
+		return usage.Totals{}, err
+	}
+	return usage.ThreadTotals(ctx, s.pool, a.Tenant.ID, id)
 }

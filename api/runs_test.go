@@ -70,6 +70,10 @@ func TestRunLifecycleOverHTTP(t *testing.T) {
 	require.Len(t, after, len(evs)-2)
 	require.EqualValues(t, 3, after[0]["seq"])
 
+	th := h.ok(t, http.StatusOK, "GET", s.base+"/threads/"+s.thread, s.dev.Key, nil)
+	require.Equal(t, usage["total_tokens"], th.JSON["usage"].(map[string]any)["total_tokens"], "thread totals sum the ledger")
+	require.EqualValues(t, 1, th.JSON["usage"].(map[string]any)["calls"])
+
 	listed := h.ok(t, http.StatusOK, "GET", s.base+"/runs?status=succeeded&thread_id="+s.thread, s.dev.Key, nil).list("runs")
 	require.Len(t, listed, 1)
 

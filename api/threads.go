@@ -18,6 +18,17 @@ type ThreadOut struct {
 	Title     string    `json:"title" doc:"Optional title."`
 	CreatedBy string    `json:"created_by" doc:"Principal that created the thread."`
 	CreatedAt time.Time `json:"created_at" doc:"Creation time."`
+	// Usage is filled by thread-get only (it sums the ledger).
+	Usage *ThreadUsageOut `json:"usage,omitempty" doc:"Token totals over the thread's runs (thread-get only)."`
+}
+
+// ThreadUsageOut totals a thread's model calls.
+type ThreadUsageOut struct {
+	InputTokens     int64 `json:"input_tokens" doc:"Prompt tokens."`
+	OutputTokens    int64 `json:"output_tokens" doc:"Completion tokens."`
+	CacheReadTokens int64 `json:"cache_read_tokens" doc:"Prompt tokens served from the endpoint's cache."`
+	TotalTokens     int64 `json:"total_tokens" doc:"Sum reported by the model endpoints."`
+	Calls           int64 `json:"calls" doc:"Model calls made."`
 }
 
 func threadOut(t agent.Thread) ThreadOut {
@@ -103,11 +114,18 @@ func (s *Server) registerThreads(api huma.API) {
 
 	huma.Register(api, op("thread-get", http.MethodGet, "/v1/tenants/{tenant}/threads/{thread}", "Get a thread", policy.ThreadRead, "Threads"),
 		func(ctx context.Context, in *ThreadPath) (*threadOutBody, error) {
-			t, err := s.deps.Agents.GetThread(ctx, accessFrom(ctx), uuid.MustParse(in.Thread))
+			id := uuid.MustParse(in.Thread)
+			t, err := s.deps.Agents.GetThread(ctx, accessFrom(ctx), id)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			return &threadOutBody{Body: threadOut(t)}, nil
+			u, err := s.deps.Agents.ThreadUsage(ctx, accessFrom(ctx), id)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			out := threadOut(t)
+			out.Usage = &ThreadUsageOut{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, TotalTokens: u.TotalTokens, Calls: u.Calls}
+			return &threadOutBody{Body: out}, nil
 		})
 
 	del := op("thread-delete", http.MethodDelete, "/v1/tenants/{tenant}/threads/{thread}", "Delete a thread", policy.ThreadWrite, "Threads")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/casbin/casbin/v2"
 	"github.com/casbin/casbin/v2/model"
@@ -67,6 +68,16 @@ func (r CapabilityRule) Validate() error {
 	return nil
 }
 
+// parsedCapabilityModel parses the embedded model once; each Load works on
+// a copy, since an enforcer fills its model with the loaded rules.
+var parsedCapabilityModel = sync.OnceValues(func() (model.Model, error) {
+	m, err := model.NewModelFromString(capabilityModelText)
+	if err != nil {
+		return nil, fmt.Errorf("parse capability model: %w", err)
+	}
+	return m, nil
+})
+
 // Capabilities loads capability decisions for a tenant.
 type Capabilities struct {
 	pool    *pgxpool.Pool
@@ -87,11 +98,11 @@ type CapabilitySet struct {
 // Load builds the tenant's current policy: built-in grants plus its rules.
 // Callers treat an error as "nothing is allowed" (fail closed).
 func (c *Capabilities) Load(ctx context.Context, tenantID uuid.UUID) (*CapabilitySet, error) {
-	m, err := model.NewModelFromString(capabilityModelText)
+	base, err := parsedCapabilityModel()
 	if err != nil {
-		return nil, fmt.Errorf("parse capability model: %w", err)
+		return nil, err
 	}
-	e, err := casbin.NewEnforcer(m)
+	e, err := casbin.NewEnforcer(base.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("capability enforcer: %w", err)
 	}

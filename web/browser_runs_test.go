@@ -5,9 +5,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -23,49 +25,19 @@ import (
 // status and messages arrive over the console's SSE stream without a
 // reload.
 func TestBrowserLiveRun(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required in CI: %v", err)
-		}
-		t.Skipf("chromium not installed at %s", chromiumPath)
-	}
+	needChromium(t)
 	t.Parallel()
 	f := newRunsFixture(t)
 	tn := f.runTenant(t, "browser-runs")
 	email := f.member(t, tn, "dev", policy.RoleDeveloper)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	bctx := startBrowser(t)
 
+	browserLogin(t, bctx, f.srv.URL, email)
 	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(f.srv.URL+"/console/login"),
-		chromedp.WaitVisible(css("login-email")),
-		chromedp.SendKeys(css("login-email"), email),
-		chromedp.SendKeys(css("login-password"), testPassword),
-		chromedp.Click(css("login-submit")),
-		chromedp.WaitVisible(css("members-table")),
 		chromedp.Click(css("nav-threads")),
 		chromedp.WaitVisible(css("create-thread-form")),
 	))
-	_, err := chromedp.Run(bctx, chromedp.Poll[bool](`typeof window.htmx === "object"`))
-	require.NoError(t, err)
 
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.SendKeys(css("thread-title"), "Browser thread"),
@@ -79,7 +51,7 @@ func TestBrowserLiveRun(t *testing.T) {
 	// Wait for the SSE extension (the stream resumes after the page's last
 	// event, so it misses nothing whenever it connects), then mark the
 	// page: a reload would lose the mark.
-	_, err = chromedp.Run(bctx, chromedp.Poll[bool](`typeof htmx.createEventSource === "function"`))
+	_, err := chromedp.Run(bctx, chromedp.Poll[bool](`typeof htmx.createEventSource === "function"`))
 	require.NoError(t, err)
 	_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`window.livePageMark = true`))
 	require.NoError(t, err)
@@ -136,4 +108,103 @@ func TestBrowserLiveRun(t *testing.T) {
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile("/tmp/console-run.png", png, 0o644))
+}
+
+// TestBrowserCancelRun cancels a queued run from its live page through the
+// confirm dialog: the page shows the cancelled run in place.
+func TestBrowserCancelRun(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	f := newRunsFixture(t)
+	tn := f.runTenant(t, "browser-cancel")
+	th, err := f.agents.CreateThread(t.Context(), systemAccess(tn), "to cancel")
+	require.NoError(t, err)
+	run := f.startRun(t, tn, th.ID, "never mind")
+	email := f.member(t, tn, "dev", policy.RoleDeveloper)
+	bctx := startBrowser(t)
+
+	var confirmed atomic.Int32
+	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			confirmed.Add(1)
+			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+
+	browserLogin(t, bctx, f.srv.URL, email)
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Navigate(f.srv.URL+"/console/t/"+tn.Slug+"/runs/"+run.ID.String()),
+		chromedp.WaitVisible(css("run-status", `[data-status="queued"]`)),
+	))
+	_, err = chromedp.Run(bctx, chromedp.Poll[bool](`typeof htmx.createEventSource === "function"`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Click(css("run-cancel")),
+		chromedp.WaitVisible(css("flash")),
+		chromedp.WaitVisible(css("run-status", `[data-status="cancelled"]`)),
+		chromedp.WaitVisible(css("event", `[data-type="run.completed"]`)),
+		chromedp.WaitNotPresent(css("run-cancel")),
+	))
+	require.Equal(t, int32(1), confirmed.Load(), "cancelling asks for confirmation")
+	pages, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="run-live"]').length`))
+	require.NoError(t, err)
+	require.Equal(t, 1, pages, "the response replaced the page, not a part of it")
+	got, err := f.agents.GetRun(t.Context(), systemAccess(tn), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, agent.StatusCancelled, got.Status)
+}
+
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is required in CI: %v", err)
+		}
+		t.Skipf("chromium not installed at %s", chromiumPath)
+	}
+}
+
+// startBrowser starts a headless Chromium for one test, stopped when the
+// test ends or after a minute.
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	return bctx
+}
+
+// browserLogin signs in through the form and waits for htmx.
+func browserLogin(t *testing.T, bctx context.Context, base, email string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Navigate(base+"/console/login"),
+		chromedp.WaitVisible(css("login-email")),
+		chromedp.SendKeys(css("login-email"), email),
+		chromedp.SendKeys(css("login-password"), testPassword),
+		chromedp.Click(css("login-submit")),
+		chromedp.WaitVisible(css("members-table")),
+	))
+	_, err := chromedp.Run(bctx, chromedp.Poll[bool](`typeof window.htmx === "object"`))
+	require.NoError(t, err)
 }

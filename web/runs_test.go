@@ -41,6 +41,13 @@ type runsFixture struct {
 
 func newRunsFixture(t *testing.T) *runsFixture {
 	t.Helper()
+	return newRunsFixtureWith(t, true)
+}
+
+// newRunsFixtureWith leaves the broker out unless withBroker, so the
+// console's stream polls.
+func newRunsFixtureWith(t *testing.T, withBroker bool) *runsFixture {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pool := pgtest.Pool(t)
 	svc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
@@ -57,9 +64,12 @@ func newRunsFixture(t *testing.T) *runsFixture {
 	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	agents.UseQueue(queue)
-	broker := agent.NewBroker(pool, logger)
-	require.NoError(t, broker.Start(t.Context()))
-	t.Cleanup(broker.Wait)
+	var broker *agent.Broker
+	if withBroker {
+		broker = agent.NewBroker(pool, logger)
+		require.NoError(t, broker.Start(t.Context()))
+		t.Cleanup(broker.Wait)
+	}
 
 	enforcer, err := policy.NewEnforcer()
 	require.NoError(t, err)
@@ -391,7 +401,18 @@ func TestRunPagesPermissions(t *testing.T) {
 
 func TestRunEventStream(t *testing.T) {
 	t.Parallel()
-	f := newRunsFixture(t)
+	for _, tc := range []struct {
+		name   string
+		broker bool
+	}{{"woken by the broker", true}, {"polling without one", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testRunEventStream(t, newRunsFixtureWith(t, tc.broker))
+		})
+	}
+}
+
+func testRunEventStream(t *testing.T, f *runsFixture) {
 	tn := f.runTenant(t, "runs-sse")
 	c, _ := f.login(t, f.member(t, tn, "viewer", policy.RoleViewer))
 	th, err := f.agents.CreateThread(t.Context(), systemAccess(tn), "streamed")
@@ -403,7 +424,7 @@ func TestRunEventStream(t *testing.T) {
 	// before the run executes, so every frame comes from the live path.
 	liveRes := c.openStream(events+"?after=1", "")
 	got := make(chan []sseFrame, 1)
-	go func() { got <- readFrames(c.t, liveRes) }()
+	go func() { got <- readFrames(t, liveRes) }()
 	f.echoScript()
 	require.Equal(t, agent.StatusSucceeded, f.execute(t, tn, run.ID.String()).Status)
 	var live struct {

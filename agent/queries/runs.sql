@@ -101,18 +101,21 @@ SELECT tenant_id, id FROM runs WHERE status = 'queued' AND created_at < now() - 
 ORDER BY created_at LIMIT @lim;
 
 -- name: AppendEvent :one
--- Takes the run's next sequence number and stores the event. A worker
--- passes its epoch so a fenced-out worker cannot add events; the API
--- passes NULL.
+-- Takes the run's next sequence number, stores the event and notifies
+-- listeners (at commit) in one round trip. A worker passes its epoch so a
+-- fenced-out worker cannot add events; the API passes NULL.
 WITH next AS (
-    UPDATE runs SET event_seq = event_seq + 1
-    WHERE tenant_id = @tenant_id AND id = @run_id
-      AND (sqlc.narg(epoch)::bigint IS NULL OR lease_epoch = sqlc.narg(epoch))
-    RETURNING event_seq
+    UPDATE runs SET event_seq = runs.event_seq + 1
+    WHERE runs.tenant_id = @tenant_id AND runs.id = @run_id
+      AND (sqlc.narg(epoch)::bigint IS NULL OR runs.lease_epoch = sqlc.narg(epoch))
+    RETURNING runs.event_seq, runs.tenant_id AS ev_tenant, runs.id AS ev_run
+), ins AS (
+    INSERT INTO run_events (tenant_id, run_id, seq, type, data)
+    SELECT next.ev_tenant, next.ev_run, next.event_seq, @type, @data FROM next
+    RETURNING run_events.seq, run_events.created_at,
+        pg_notify('agentplane_run_events', run_events.tenant_id::text || ':' || run_events.run_id::text || ':' || run_events.seq::text) IS NULL AS notified
 )
-INSERT INTO run_events (tenant_id, run_id, seq, type, data)
-SELECT @tenant_id, @run_id, next.event_seq, @type, @data FROM next
-RETURNING seq, created_at;
+SELECT ins.seq, ins.created_at FROM ins;
 
 -- name: ListEvents :many
 SELECT seq, type, data, created_at FROM run_events

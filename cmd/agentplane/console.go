@@ -23,7 +23,7 @@ func (a *app) mountConsole(srv *api.Server, enforcer *policy.Enforcer) error {
 	console, err := web.New(web.Deps{
 		Tenants: a.tenants, Enforcer: enforcer, Logger: a.logger,
 		Limiter: limiter, SecureCookies: a.cfg.SecureCookies,
-		Secrets: a.vault, Agents: a.agents,
+		Secrets: a.vault, Agents: a.agents, Broker: a.broker,
 	})
 	if err != nil {
 		return err

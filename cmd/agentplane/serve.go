@@ -77,7 +77,8 @@ func (a *app) openDatabase(ctx context.Context) error {
 			return fmt.Errorf("AGENTPLANE_DATABASE_URL: %w", err)
 		}
 	}
-	pool, err := pg.Open(ctx, a.cfg.DatabaseURL)
+	// Room for every job worker plus the HTTP side and River's own needs.
+	pool, err := pg.OpenSized(ctx, a.cfg.DatabaseURL, int32(a.cfg.Workers)+8)
 	if err != nil {
 		return fmt.Errorf("AGENTPLANE_DATABASE_URL: %w", err)
 	}

@@ -56,9 +56,19 @@ func WithTxV[T any](ctx context.Context, db Beginner, fn func(ctx context.Contex
 
 // Open connects a pool to databaseURL, checking it answers.
 func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	return OpenSized(ctx, databaseURL, 0)
+}
+
+// OpenSized is Open with a pool of at least minMaxConns connections, unless
+// the URL sets pool_max_conns itself. Workers each hold a connection while
+// they write, so a pool smaller than the worker count makes them queue.
+func OpenSized(ctx context.Context, databaseURL string, minMaxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if !strings.Contains(databaseURL, "pool_max_conns") && cfg.MaxConns < minMaxConns {
+		cfg.MaxConns = minMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

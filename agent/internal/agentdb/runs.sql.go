@@ -87,22 +87,25 @@ func (q *Queries) AllThreadMessages(ctx context.Context, arg AllThreadMessagesPa
 
 const appendEvent = `-- name: AppendEvent :one
 WITH next AS (
-    UPDATE runs SET event_seq = event_seq + 1
-    WHERE tenant_id = $1 AND id = $2
-      AND ($5::bigint IS NULL OR lease_epoch = $5)
-    RETURNING event_seq
+    UPDATE runs SET event_seq = runs.event_seq + 1
+    WHERE runs.tenant_id = $1 AND runs.id = $2
+      AND ($3::bigint IS NULL OR runs.lease_epoch = $3)
+    RETURNING runs.event_seq, runs.tenant_id AS ev_tenant, runs.id AS ev_run
+), ins AS (
+    INSERT INTO run_events (tenant_id, run_id, seq, type, data)
+    SELECT next.ev_tenant, next.ev_run, next.event_seq, $4, $5 FROM next
+    RETURNING run_events.seq, run_events.created_at,
+        pg_notify('agentplane_run_events', run_events.tenant_id::text || ':' || run_events.run_id::text || ':' || run_events.seq::text) IS NULL AS notified
 )
-INSERT INTO run_events (tenant_id, run_id, seq, type, data)
-SELECT $1, $2, next.event_seq, $3, $4 FROM next
-RETURNING seq, created_at
+SELECT ins.seq, ins.created_at FROM ins
 `
 
 type AppendEventParams struct {
 	TenantID uuid.UUID
 	RunID    uuid.UUID
+	Epoch    *int64
 	Type     string
 	Data     json.RawMessage
-	Epoch    *int64
 }
 
 type AppendEventRow struct {
@@ -110,16 +113,16 @@ type AppendEventRow struct {
 	CreatedAt time.Time
 }
 
-// Takes the run's next sequence number and stores the event. A worker
-// passes its epoch so a fenced-out worker cannot add events; the API
-// passes NULL.
+// Takes the run's next sequence number, stores the event and notifies
+// listeners (at commit) in one round trip. A worker passes its epoch so a
+// fenced-out worker cannot add events; the API passes NULL.
 func (q *Queries) AppendEvent(ctx context.Context, arg AppendEventParams) (AppendEventRow, error) {
 	row := q.db.QueryRow(ctx, appendEvent,
 		arg.TenantID,
 		arg.RunID,
+		arg.Epoch,
 		arg.Type,
 		arg.Data,
-		arg.Epoch,
 	)
 	var i AppendEventRow
 	err := row.Scan(&i.Seq, &i.CreatedAt)
