@@ -47,8 +47,10 @@ type Agent struct {
 	// TokenBudget bounds the tokens of one run; nil means no budget.
 	TokenBudget    *int64
 	TimeoutSeconds int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// WebhookURL receives the results of runs that name no webhook of their own.
+	WebhookURL *string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 func agentFromRow(r agentdb.Agent) Agent {
@@ -60,6 +62,7 @@ func agentFromRow(r agentdb.Agent) Agent {
 		ID: r.ID, TenantID: r.TenantID, Name: r.Name, Model: r.Model, Instructions: r.Instructions,
 		ToolGroups: groups, Skills: r.Skills, Subagents: r.Subagents, MaxTurns: int(r.MaxTurns),
 		TokenBudget: r.TokenBudget, TimeoutSeconds: int(r.TimeoutSeconds), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		WebhookURL: r.WebhookUrl,
 	}
 }
 
@@ -70,6 +73,7 @@ func (ag Agent) auditFields() map[string]any {
 		"name": ag.Name, "model": deref(ag.Model), "instructions": textDigest(ag.Instructions),
 		"tool_groups": ag.ToolGroups, "skills": skillsForDiff(ag.Skills), "subagents": ag.Subagents,
 		"max_turns": ag.MaxTurns, "token_budget": deref(ag.TokenBudget), "timeout_seconds": ag.TimeoutSeconds,
+		"webhook_url": redactWebhookURL(ag.WebhookURL),
 	}
 }
 
@@ -97,6 +101,8 @@ type AgentInput struct {
 	TokenBudget *int64
 	// TimeoutSeconds 0 means DefaultTimeoutSeconds.
 	TimeoutSeconds int
+	// WebhookURL nil means runs without a webhook of their own get none.
+	WebhookURL *string
 }
 
 func (in AgentInput) withDefaults() AgentInput {
@@ -132,6 +138,9 @@ func (in AgentInput) validate() error {
 	if in.TokenBudget != nil && *in.TokenBudget <= 0 {
 		checks = append(checks, &InvalidError{Field: "token_budget", Message: "must be positive, or null for no budget"})
 	}
+	if in.WebhookURL != nil {
+		checks = append(checks, ValidateWebhookURL(*in.WebhookURL))
+	}
 	return firstError(checks)
 }
 
@@ -159,6 +168,8 @@ type AgentPatch struct {
 	// TokenBudget sets the budget; 0 removes it.
 	TokenBudget    *int64
 	TimeoutSeconds *int
+	// WebhookURL sets the default webhook; "" removes it.
+	WebhookURL *string
 }
 
 // apply returns the definition the patch turns cur into.
@@ -166,7 +177,13 @@ func (p AgentPatch) apply(cur Agent) AgentInput {
 	in := AgentInput{
 		Name: cur.Name, Model: cur.Model, Instructions: cur.Instructions, ToolGroups: cur.ToolGroups,
 		Skills: cur.Skills, Subagents: cur.Subagents, MaxTurns: cur.MaxTurns, TokenBudget: cur.TokenBudget,
-		TimeoutSeconds: cur.TimeoutSeconds,
+		TimeoutSeconds: cur.TimeoutSeconds, WebhookURL: cur.WebhookURL,
+	}
+	if p.WebhookURL != nil {
+		in.WebhookURL = p.WebhookURL
+		if *p.WebhookURL == "" {
+			in.WebhookURL = nil
+		}
 	}
 	if p.Model != nil {
 		in.Model = p.Model
@@ -229,6 +246,7 @@ func (s *Service) CreateAgentTx(ctx context.Context, tx pgx.Tx, a tenants.Access
 		TenantID: a.Tenant.ID, ID: uuid.Must(uuid.NewV7()), Name: in.Name, Model: in.Model,
 		Instructions: in.Instructions, ToolGroups: in.ToolGroups, Skills: in.Skills, Subagents: in.Subagents,
 		MaxTurns: int32(in.MaxTurns), TokenBudget: in.TokenBudget, TimeoutSeconds: int32(in.TimeoutSeconds),
+		WebhookUrl: in.WebhookURL,
 	})
 	if pg.IsCode(err, pg.CodeUniqueViolation) {
 		return Agent{}, &ConflictError{Code: "name_taken", Message: fmt.Sprintf("an agent named %q exists", in.Name)}
@@ -374,7 +392,7 @@ func (s *Service) UpdateAgentTx(ctx context.Context, tx pgx.Tx, a tenants.Access
 	row, err = q.UpdateAgent(ctx, agentdb.UpdateAgentParams{
 		TenantID: a.Tenant.ID, ID: cur.ID, Model: next.Model, Instructions: next.Instructions,
 		ToolGroups: next.ToolGroups, Skills: next.Skills, Subagents: next.Subagents, MaxTurns: int32(next.MaxTurns),
-		TokenBudget: next.TokenBudget, TimeoutSeconds: int32(next.TimeoutSeconds),
+		TokenBudget: next.TokenBudget, TimeoutSeconds: int32(next.TimeoutSeconds), WebhookUrl: next.WebhookURL,
 	})
 	if err != nil {
 		return Agent{}, fmt.Errorf("update agent %s: %w", name, err)
@@ -389,6 +407,7 @@ func (s *Service) UpdateAgentTx(ctx context.Context, tx pgx.Tx, a tenants.Access
 		"max_turns":       {cur.MaxTurns, updated.MaxTurns},
 		"token_budget":    {deref(cur.TokenBudget), deref(updated.TokenBudget)},
 		"timeout_seconds": {cur.TimeoutSeconds, updated.TimeoutSeconds},
+		"webhook_url":     {redactWebhookURL(cur.WebhookURL), redactWebhookURL(updated.WebhookURL)},
 	})
 	if len(diff) == 0 {
 		return updated, nil // nothing changed, nothing to audit

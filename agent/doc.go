@@ -1,7 +1,8 @@
 // Package agent is the harness runtime: model endpoints and agent
 // definitions, threads, runs and their River worker, the loop that calls a
 // model and executes tool calls through the capability gates, run events
-// and their fan-out, and the durable message log. Subpackages own the model
+// and their fan-out, signed webhook delivery of run results, and the
+// durable message log. Subpackages own the model
 // client (agent/llm), its scripted test double (agent/llmtest) and the tool
 // registry (agent/tools).
 //

@@ -178,9 +178,19 @@ func errorText(err error) string {
 	return msg
 }
 
-// finish writes the terminal status and its event in one fenced transaction.
+// finish settles the run's delivery (receipt and run.settled, which may
+// turn a success into a failure) and writes the terminal status and its
+// event, in one fenced transaction. The outputs folder is read before it.
 func (r *runState) finish(ctx context.Context, out outcome) error {
-	err := pg.WithTx(ctx, r.s.pool, func(ctx context.Context, tx pgx.Tx) error {
+	produced, err := r.produced(ctx)
+	if err != nil {
+		return fmt.Errorf("settle run %s: %w", r.row.ID, err)
+	}
+	err = pg.WithTx(ctx, r.s.pool, func(ctx context.Context, tx pgx.Tx) error {
+		out, err := r.settle(ctx, tx, out, produced)
+		if err != nil {
+			return err
+		}
 		row, err := agentdb.New(tx).FinishRun(ctx, agentdb.FinishRunParams{
 			TenantID: r.row.TenantID, ID: r.row.ID, Epoch: r.epoch, Status: out.status,
 			StopReason: nonEmpty(out.stopReason), Error: nonEmpty(out.err),
@@ -188,14 +198,17 @@ func (r *runState) finish(ctx context.Context, out outcome) error {
 		if err != nil {
 			return fenced(err)
 		}
-		_, err = r.s.appendEvent(ctx, tx, r.row.TenantID, r.row.ID, &r.epoch, EventRunCompleted, completedData(runFromRow(row)))
-		return err
+		if _, err = r.s.appendEvent(ctx, tx, r.row.TenantID, r.row.ID, &r.epoch, EventRunCompleted, completedData(runFromRow(row))); err != nil {
+			return err
+		}
+		return r.s.enqueueDeliveryTx(ctx, tx, row) // webhook, if any: same transaction
 	})
 	if errors.Is(err, ErrFenced) {
 		return nil
 	}
 	if err == nil {
 		r.s.stash.drop(r.row.ID)
+		r.releaseSandbox(ctx)
 	}
 	return err
 }

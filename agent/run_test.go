@@ -24,7 +24,7 @@ func TestRunFinalAnswer(t *testing.T) {
 	require.Equal(t, "run.queued", ts[0])
 	require.Equal(t, "run.started", ts[1])
 	require.Contains(t, ts, "message.delta")
-	require.Equal(t, []string{"usage", "message.completed", "run.completed"}, ts[len(ts)-3:])
+	require.Equal(t, []string{"usage", "message.completed", "run.settled", "run.completed"}, ts[len(ts)-4:])
 
 	msgs, err := e.svc.ListMessages(t.Context(), e.access, e.thread.ID, 0, 50)
 	require.NoError(t, err)

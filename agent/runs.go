@@ -51,6 +51,8 @@ type Run struct {
 	TotalTokens            int64
 	CreatedAt              time.Time
 	StartedAt, FinishedAt  *time.Time
+	// WebhookURL receives the run's result when it ends ("" for none).
+	WebhookURL string
 }
 
 // Terminal reports whether the run has ended.
@@ -69,6 +71,7 @@ func runFromRow(r agentdb.Run) Run {
 	if r.Error != nil {
 		out.Error = *r.Error
 	}
+	out.WebhookURL = deref0(r.WebhookUrl)
 	return out
 }
 
@@ -80,6 +83,9 @@ type CreateRunInput struct {
 	// Secrets are request-scoped values for this run only; never stored.
 	Secrets        map[string]string
 	IdempotencyKey string
+	// WebhookURL receives the result (see ValidateWebhookURL); "" means
+	// the agent's default webhook, if any.
+	WebhookURL string
 }
 
 // TooLargeError reports an input over its size limit (HTTP 413).
@@ -103,6 +109,9 @@ func (s *Service) validateRun(in CreateRunInput) error {
 		if !secretNameRE.MatchString(name) {
 			return &InvalidError{Field: "secrets", Message: fmt.Sprintf("secret name %q must match %s", name, secretNameRE)}
 		}
+	}
+	if in.WebhookURL != "" {
+		return ValidateWebhookURL(in.WebhookURL)
 	}
 	return nil
 }
@@ -152,6 +161,7 @@ func (s *Service) CreateRun(ctx context.Context, a tenants.Access, threadID uuid
 			TenantID: a.Tenant.ID, ID: uuid.Must(uuid.NewV7()), ThreadID: threadID, AgentID: ag.ID, AgentName: ag.Name,
 			PrincipalKind: string(a.Principal.Kind), PrincipalID: a.Principal.ID, PrincipalRole: string(a.Role),
 			Input: in.Input, Metadata: metadata, IdempotencyKey: key, RequestHash: hash,
+			WebhookUrl: webhookFor(in.WebhookURL, ag),
 		})
 		if pg.IsCode(err, pg.CodeUniqueViolation) {
 			return &ConflictError{Code: "idempotency_key_in_flight", Message: "a request with this Idempotency-Key is being processed; retry"}
@@ -183,7 +193,11 @@ func requestHash(threadID uuid.UUID, in CreateRunInput, metadata []byte) []byte 
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	b, _ := json.Marshal([]any{threadID, in.Agent, in.Input, json.RawMessage(metadata), names})
+	parts := []any{threadID, in.Agent, in.Input, json.RawMessage(metadata), names}
+	if in.WebhookURL != "" {
+		parts = append(parts, in.WebhookURL) // only then, so older keys keep their hash
+	}
+	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return sum[:]
 }
@@ -252,8 +266,10 @@ func (s *Service) CancelRun(ctx context.Context, a tenants.Access, id uuid.UUID)
 		row, err := q.CancelQueuedRun(ctx, agentdb.CancelQueuedRunParams{TenantID: a.Tenant.ID, ID: id})
 		if err == nil {
 			out = runFromRow(row)
-			_, err = s.appendEvent(ctx, tx, a.Tenant.ID, id, nil, EventRunCompleted, completedData(out))
-			return err
+			if _, err = s.appendEvent(ctx, tx, a.Tenant.ID, id, nil, EventRunCompleted, completedData(out)); err != nil {
+				return err
+			}
+			return s.enqueueDeliveryTx(ctx, tx, row)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("cancel run %s: %w", id, err)

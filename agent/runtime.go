@@ -32,6 +32,8 @@ type Runtime struct {
 	Principals   Principals
 	// Owner names this worker in run leases (host:pid or similar).
 	Owner string
+	// Sandboxes, when set, releases a thread's sandbox at run end.
+	Sandboxes SandboxReleaser
 }
 
 // UseRuntime sets the execution dependencies (wiring step).

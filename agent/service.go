@@ -63,6 +63,11 @@ type Service struct {
 	queue   Inserter
 	stash   stash
 	rt      Runtime
+	// delivery tunes webhook delivery (delivery.go); zero means defaults.
+	delivery DeliveryConfig
+	// files is the host tree of threads' user-data (UseFiles); nil
+	// disables uploads and downloads, and settlement finds nothing produced.
+	files *fileTree
 }
 
 // NewService wires the service. The queue is set later with UseQueue because

@@ -48,6 +48,10 @@ func (r *runState) prepare(ctx context.Context) error {
 		_ = r.event(ctx, EventError, map[string]any{"gate": "authorized", "capability": "model:" + r.model.Name, "reason": "denied by capability policy"})
 		return fmt.Errorf("model %q is not allowed for role %s by the tenant's capability policy", r.model.Name, role)
 	}
+	// Before any tool runs: settlement compares the outputs with this.
+	if err := r.snapshotOutputs(ctx); err != nil {
+		return err
+	}
 	if err := r.event(ctx, EventRunStarted, map[string]any{
 		"epoch": r.epoch, "resumed": r.epoch > 1, "agent": ag.Name, "model": r.model.Name,
 	}); err != nil {

@@ -23,6 +23,7 @@ type AgentOut struct {
 	MaxTurns       int       `json:"max_turns" doc:"Model calls per run at most." example:"50"`
 	TokenBudget    *int64    `json:"token_budget" doc:"Tokens per run at most; null means no budget." example:"200000"`
 	TimeoutSeconds int       `json:"timeout_seconds" doc:"Wall-clock limit of a run." example:"600"`
+	WebhookURL     *string   `json:"webhook_url" doc:"Where results of runs that name no webhook_url are POSTed; null means nowhere." example:"https://example.com/hooks/agentplane"`
 	CreatedAt      time.Time `json:"created_at" doc:"Creation time."`
 	UpdatedAt      time.Time `json:"updated_at" doc:"Last change."`
 }
@@ -31,7 +32,7 @@ func agentOut(a agent.Agent) AgentOut {
 	return AgentOut{
 		ID: a.ID.String(), Name: a.Name, Model: a.Model, Instructions: a.Instructions, ToolGroups: a.ToolGroups,
 		Skills: a.Skills, Subagents: a.Subagents, MaxTurns: a.MaxTurns, TokenBudget: a.TokenBudget,
-		TimeoutSeconds: a.TimeoutSeconds, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		TimeoutSeconds: a.TimeoutSeconds, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, WebhookURL: a.WebhookURL,
 	}
 }
 
@@ -67,6 +68,7 @@ type agentCreateIn struct {
 		ToolGroups     []string  `json:"tool_groups,omitempty" nullable:"false" maxItems:"100" uniqueItems:"true" pattern:"^[a-z0-9][a-z0-9_-]{0,62}$" doc:"Tool groups offered to the agent; none when omitted."`
 		TokenBudget    *int64    `json:"token_budget,omitempty" nullable:"true" minimum:"1" doc:"Tokens per run at most; omitted or null means no budget." example:"200000"`
 		TimeoutSeconds int       `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400" doc:"Wall-clock limit of a run; 600 when omitted." example:"600"`
+		WebhookURL     *string   `json:"webhook_url,omitempty" nullable:"true" maxLength:"2048" doc:"Default webhook of the agent's runs (see delivery-list): https, or http to localhost only; no credentials. Omitted or null: none." example:"https://example.com/hooks/agentplane"`
 	}
 }
 
@@ -86,6 +88,7 @@ type agentUpdateIn struct {
 		ToolGroups     *[]string          `json:"tool_groups,omitempty" maxItems:"100" uniqueItems:"true" pattern:"^[a-z0-9][a-z0-9_-]{0,62}$" doc:"New tool groups."`
 		TokenBudget    Nullable[int64]    `json:"token_budget,omitempty" minimum:"1" doc:"Tokens per run at most; null removes the budget." example:"200000"`
 		TimeoutSeconds *int               `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400" doc:"Wall-clock limit of a run." example:"600"`
+		WebhookURL     Nullable[string]   `json:"webhook_url,omitempty" maxLength:"2048" doc:"New default webhook; null (or \"\") removes it." example:"https://example.com/hooks/agentplane"`
 	}
 }
 
@@ -113,6 +116,7 @@ func (s *Server) registerAgents(api huma.API) {
 		ag := agent.AgentInput{
 			Name: b.Name, Model: b.Model, Instructions: b.Instructions, ToolGroups: b.ToolGroups,
 			Subagents: b.Subagents, MaxTurns: b.MaxTurns, TokenBudget: b.TokenBudget, TimeoutSeconds: b.TimeoutSeconds,
+			WebhookURL: b.WebhookURL,
 		}
 		if b.Skills != nil {
 			ag.Skills = *b.Skills
@@ -143,6 +147,7 @@ func (s *Server) registerAgents(api huma.API) {
 		patch := agent.AgentPatch{
 			Model: b.Model.orEmpty(), Instructions: b.Instructions, ToolGroups: b.ToolGroups, Subagents: b.Subagents,
 			MaxTurns: b.MaxTurns, TokenBudget: b.TokenBudget.orEmpty(), TimeoutSeconds: b.TimeoutSeconds,
+			WebhookURL: b.WebhookURL.orEmpty(),
 		}
 		if b.Skills.Sent {
 			// A pointer to a nil list means every enabled skill; to an

@@ -22,19 +22,21 @@ type UsageOut struct {
 
 // RunOut is a run on the wire.
 type RunOut struct {
-	ID         string          `json:"id" format:"uuid" doc:"Run id."`
-	ThreadID   string          `json:"thread_id" format:"uuid" doc:"The thread it runs on."`
-	Agent      string          `json:"agent" doc:"The agent's name."`
-	Status     string          `json:"status" enum:"queued,running,succeeded,failed,cancelled,timed_out" doc:"Lifecycle state."`
-	StopReason string          `json:"stop_reason,omitempty" enum:"end_turn,max_turns,token_budget,quota_exceeded,subagent_limit,model_length,cancelled" doc:"Why the loop stopped."`
-	Error      string          `json:"error,omitempty" doc:"What went wrong, for failed runs."`
-	Input      string          `json:"input" doc:"The user input."`
-	Metadata   json.RawMessage `json:"metadata" doc:"Caller metadata, stored as given."`
-	Turns      int             `json:"turns" doc:"Model calls made."`
-	Usage      UsageOut        `json:"usage" doc:"Tokens used."`
-	CreatedAt  time.Time       `json:"created_at" doc:"When it was created."`
-	StartedAt  *time.Time      `json:"started_at,omitempty" doc:"When a worker first took it."`
-	FinishedAt *time.Time      `json:"finished_at,omitempty" doc:"When it ended."`
+	ID         string              `json:"id" format:"uuid" doc:"Run id."`
+	ThreadID   string              `json:"thread_id" format:"uuid" doc:"The thread it runs on."`
+	Agent      string              `json:"agent" doc:"The agent's name."`
+	Status     string              `json:"status" enum:"queued,running,succeeded,failed,cancelled,timed_out" doc:"Lifecycle state."`
+	StopReason string              `json:"stop_reason,omitempty" enum:"end_turn,max_turns,token_budget,quota_exceeded,subagent_limit,model_length,cancelled" doc:"Why the loop stopped."`
+	Error      string              `json:"error,omitempty" doc:"What went wrong, for failed runs."`
+	Input      string              `json:"input" doc:"The user input."`
+	Metadata   json.RawMessage     `json:"metadata" doc:"Caller metadata, stored as given."`
+	Turns      int                 `json:"turns" doc:"Model calls made."`
+	Usage      UsageOut            `json:"usage" doc:"Tokens used."`
+	CreatedAt  time.Time           `json:"created_at" doc:"When it was created."`
+	StartedAt  *time.Time          `json:"started_at,omitempty" doc:"When a worker first took it."`
+	FinishedAt *time.Time          `json:"finished_at,omitempty" doc:"When it ended."`
+	Delivery   *DeliveryReceiptOut `json:"delivery,omitempty" doc:"The delivery receipt (run-get only); absent until the run settles, just before it ends."`
+	WebhookURL string              `json:"webhook_url,omitempty" doc:"Where the run's result is POSTed when it ends (see run-create)."`
 }
 
 func runOut(r agent.Run) RunOut {
@@ -42,7 +44,7 @@ func runOut(r agent.Run) RunOut {
 		ID: r.ID.String(), ThreadID: r.ThreadID.String(), Agent: r.AgentName, Status: r.Status, StopReason: r.StopReason,
 		Error: r.Error, Input: r.Input, Metadata: r.Metadata, Turns: r.Turns,
 		Usage:     UsageOut{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens},
-		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WebhookURL: r.WebhookURL,
 	}
 }
 
@@ -60,6 +62,7 @@ type runCreateIn struct {
 		Input    string            `json:"input" doc:"The user's message." example:"Summarize the attached report."`
 		Secrets  map[string]string `json:"secrets,omitempty" writeOnly:"true" doc:"Request-scoped secret values for this run only; never stored or returned."`
 		Metadata map[string]any    `json:"metadata,omitempty" doc:"Caller metadata, returned as given."`
+		Webhook  string            `json:"webhook_url,omitempty" maxLength:"2048" doc:"Receives the run's result when it ends, instead of the agent's webhook_url: a signed POST retried with backoff (see delivery-list). https, or http to localhost only; no credentials." example:"https://example.com/hooks/agentplane"`
 	}
 }
 
@@ -90,7 +93,7 @@ func (s *Server) registerRuns(api huma.API) {
 	huma.Register(api, create, func(ctx context.Context, in *runCreateIn) (*runOutBody, error) {
 		r, _, err := s.deps.Agents.CreateRun(ctx, accessFrom(ctx), uuid.MustParse(in.Thread), agent.CreateRunInput{
 			Agent: in.Body.Agent, Input: in.Body.Input, Metadata: in.Body.Metadata,
-			Secrets: in.Body.Secrets, IdempotencyKey: in.IdempotencyKey,
+			Secrets: in.Body.Secrets, IdempotencyKey: in.IdempotencyKey, WebhookURL: in.Body.Webhook,
 		})
 		if err != nil {
 			return nil, s.fail(ctx, err)
@@ -124,7 +127,13 @@ func (s *Server) registerRuns(api huma.API) {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			return &runOutBody{Status: http.StatusOK, Body: runOut(r)}, nil
+			rc, err := s.deps.Agents.Receipt(ctx, accessFrom(ctx), r.ID)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			out := runOut(r)
+			out.Delivery = deliveryReceiptOut(rc)
+			return &runOutBody{Status: http.StatusOK, Body: out}, nil
 		})
 
 	huma.Register(api, op("run-cancel", http.MethodPost, "/v1/tenants/{tenant}/runs/{run}/cancel", "Cancel a run (idempotent)", policy.RunWrite, "Runs"),
@@ -137,4 +146,5 @@ func (s *Server) registerRuns(api huma.API) {
 		})
 
 	s.registerRunEvents(api)
+	s.registerDeliveries(api)
 }

@@ -117,6 +117,7 @@ func (s *Server) register(api huma.API) {
 	s.registerAgents(api)
 	s.registerThreads(api)
 	s.registerRuns(api)
+	s.registerFiles(api)
 	s.registerPolicies(api)
 }
 

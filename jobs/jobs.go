@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/sandbox"
 	"github.com/agentplane/agentplane/tenants"
 )
 
@@ -64,6 +65,8 @@ type Services struct {
 	Tenants *tenants.Service
 	// Agents runs agent runs; nil leaves run workers out (tests of other jobs).
 	Agents *agent.Service
+	// Sandboxes reaps idle sandboxes; nil leaves the reaper out.
+	Sandboxes *sandbox.Manager
 }
 
 // Runtime is the River client with the product's workers.
@@ -85,6 +88,14 @@ func workers(s Services) (*river.Workers, error) {
 		if err := river.AddWorkerSafely(w, &agent.ReapWorker{Service: s.Agents}); err != nil {
 			return nil, fmt.Errorf("register run reaper: %w", err)
 		}
+		if err := river.AddWorkerSafely(w, &agent.DeliverWorker{Service: s.Agents}); err != nil {
+			return nil, fmt.Errorf("register webhook delivery: %w", err)
+		}
+	}
+	if s.Sandboxes != nil {
+		if err := river.AddWorkerSafely(w, &sandbox.ReapWorker{Manager: s.Sandboxes}); err != nil {
+			return nil, fmt.Errorf("register sandbox reaper: %w", err)
+		}
 	}
 	return w, nil
 }
@@ -100,6 +111,11 @@ func periodic(s Services, cfg Config) []*river.PeriodicJob {
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.ReapEvery), func() (river.JobArgs, *river.InsertOpts) {
 			return agent.ReapArgs{}, &river.InsertOpts{Queue: QueueMaintenance}
 		}, &river.PeriodicJobOpts{RunOnStart: true, ID: "agent.reap_runs"}))
+	}
+	if s.Sandboxes != nil {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(time.Minute), func() (river.JobArgs, *river.InsertOpts) {
+			return sandbox.ReapArgs{}, &river.InsertOpts{Queue: QueueMaintenance}
+		}, &river.PeriodicJobOpts{ID: "sandbox.reap_idle"}))
 	}
 	return jobs
 }

@@ -181,7 +181,13 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, status int, id
 		return
 	}
 	v.Notice = n
-	c.render(w, r, status, "Run", sectionRuns, ui.RunPage(v))
+	files, err := c.runFiles(r.Context(), visitFrom(r.Context()).access, id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	deliveries := c.runDeliveries(r.Context(), visitFrom(r.Context()).access, id)
+	c.render(w, r, status, "Run", sectionRuns, templ.Join(ui.RunPage(v), ui.RunFiles(files, false), deliveries))
 }
 
 // cancelRun cancels a run (idempotent) and shows it again.
@@ -495,6 +501,11 @@ func (c *Console) completedHTML(ctx context.Context, a tenants.Access, runID uui
 	if v.CanReadThread {
 		parts = append(parts, ui.RunMessages(v.Messages, v.ThreadHref, true))
 	}
+	files, err := c.runFiles(ctx, a, runID)
+	if err != nil {
+		return "", err
+	}
+	parts = append(parts, ui.RunFiles(files, true))
 	return renderHTML(ctx, templ.Join(parts...))
 }
 

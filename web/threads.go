@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
@@ -33,6 +34,7 @@ func (c *Console) threadRoutes(r chi.Router) {
 	r.With(c.need(policy.ThreadRead)).Get("/threads", c.threadsPage)
 	r.With(c.need(policy.ThreadWrite)).Post("/threads", c.createThread)
 	r.With(c.need(policy.ThreadRead)).Get("/threads/{thread}", c.threadPage)
+	c.fileRoutes(r)
 }
 
 func (c *Console) threadsPage(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +122,12 @@ func (c *Console) showThread(w http.ResponseWriter, r *http.Request, status int,
 		// double click, a retried request) returns the run it started.
 		v.Form.IdempotencyKey = "console-" + newToken()
 	}
-	c.render(w, r, status, v.Title, sectionThreads, ui.ThreadPage(v))
+	files, err := c.threadFiles(ctx, a, id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, status, v.Title, sectionThreads, templ.Join(ui.ThreadPage(v), ui.ThreadFiles(files)))
 }
 
 // agentChoices lists the agents a run may name (first page).

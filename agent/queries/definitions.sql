@@ -57,9 +57,9 @@ SELECT name FROM agents WHERE tenant_id = @tenant_id AND model = @model ORDER BY
 
 -- name: CreateAgent :one
 INSERT INTO agents (tenant_id, id, name, model, instructions, tool_groups, skills, subagents,
-                    max_turns, token_budget, timeout_seconds)
+                    max_turns, token_budget, timeout_seconds, webhook_url)
 VALUES (@tenant_id, @id, @name, @model, @instructions, @tool_groups, @skills, @subagents,
-        @max_turns, @token_budget, @timeout_seconds)
+        @max_turns, @token_budget, @timeout_seconds, sqlc.narg(webhook_url))
 RETURNING *;
 
 -- name: EnsureAgent :one
@@ -85,7 +85,7 @@ SELECT * FROM agents WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
 UPDATE agents SET
     model = @model, instructions = @instructions, tool_groups = @tool_groups, skills = @skills,
     subagents = @subagents, max_turns = @max_turns, token_budget = @token_budget,
-    timeout_seconds = @timeout_seconds, updated_at = now()
+    timeout_seconds = @timeout_seconds, webhook_url = sqlc.narg(webhook_url), updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id
 RETURNING *;
 

@@ -20,9 +20,9 @@ SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = @tenant_id AND thread_id = @
 
 -- name: CreateRun :one
 INSERT INTO runs (tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role,
-                  input, metadata, idempotency_key, request_hash)
+                  input, metadata, idempotency_key, request_hash, webhook_url)
 VALUES (@tenant_id, @id, @thread_id, @agent_id, @agent_name, @principal_kind, @principal_id, @principal_role,
-        @input, @metadata, @idempotency_key, @request_hash)
+        @input, @metadata, @idempotency_key, @request_hash, sqlc.narg(webhook_url))
 RETURNING *;
 
 -- name: RunByID :one

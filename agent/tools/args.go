@@ -86,6 +86,9 @@ func hasType(v json.RawMessage, typ string) bool {
 	case "null":
 		return s == "null"
 	case "integer":
+		if s[0] == '"' { // json.Number would accept a quoted number
+			return false
+		}
 		var n json.Number
 		if json.Unmarshal(v, &n) != nil {
 			return false
@@ -93,6 +96,9 @@ func hasType(v json.RawMessage, typ string) bool {
 		_, err := n.Int64()
 		return err == nil
 	case "number":
+		if s[0] == '"' {
+			return false
+		}
 		var f float64
 		return json.Unmarshal(v, &f) == nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/builtin"
 	"github.com/agentplane/agentplane/agent/llm"
 	"github.com/agentplane/agentplane/agent/tools"
 	"github.com/agentplane/agentplane/policy"
@@ -33,14 +34,23 @@ func (a *app) buildAgents(ctx context.Context) error {
 	}
 	a.capabilities = policy.NewCapabilities(a.pool)
 	host, _ := os.Hostname()
-	err = a.agents.UseRuntime(agent.Runtime{
+	owner := fmt.Sprintf("%s:%d", host, os.Getpid())
+	if err := a.buildSandboxes(owner); err != nil {
+		return err
+	}
+	var sources []tools.Source
+	rt := agent.Runtime{
 		Models:       llm.New(llm.Config{}),
-		Tools:        tools.NewRegistry(),
 		Capabilities: a.capabilities,
 		Principals:   a.tenants,
-		Owner:        fmt.Sprintf("%s:%d", host, os.Getpid()),
-	})
-	if err != nil {
+		Owner:        owner,
+	}
+	if a.sandboxes != nil {
+		sources = append(sources, builtin.New(a.sandboxes, a.agents, builtin.Config{}))
+		rt.Sandboxes = a.sandboxes
+	}
+	rt.Tools = tools.NewRegistry(sources...)
+	if err := a.agents.UseRuntime(rt); err != nil {
 		return err
 	}
 	a.broker = agent.NewBroker(a.pool, a.logger)

@@ -31,6 +31,14 @@ type config struct {
 	Migrate       bool
 	Dev           bool
 	SecureCookies bool
+	// Sandbox names the sandbox provider: bwrap, or host (dev mode only).
+	Sandbox            string
+	SandboxIdleTimeout time.Duration
+	SandboxWallTime    time.Duration
+	SandboxCPUTime     time.Duration
+	SandboxMemory      int64
+	SandboxOutput      int64
+	SandboxProcs       int
 	// redisSet records whether REDIS_URL was given (even empty = off).
 	redisSet bool
 }
@@ -77,6 +85,9 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply migrations at start (AGENTPLANE_MIGRATE)")
 	c.Dev = envOr("DEV", "false") == "true"
 	fs.BoolVar(&c.Dev, "dev", c.Dev, "development mode: local database, demo tenant, printed credentials (AGENTPLANE_DEV)")
+	if err := sandboxFlags(fs, &c); err != nil {
+		return c, err
+	}
 	secure := envOr("SECURE_COOKIES", "")
 	fs.StringVar(&secure, "secure-cookies", secure, "mark console cookies Secure (HTTPS only); default true except in dev mode (AGENTPLANE_SECURE_COOKIES)")
 	if err := fs.Parse(args); err != nil {
@@ -124,7 +135,94 @@ func (c config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("AGENTPLANE_LOG_FORMAT %q: must be text or json", c.LogFormat)
 	}
+	return c.validateSandbox()
+}
+
+// sandboxFlags reads the AGENTPLANE_SANDBOX* variables and their flags.
+func sandboxFlags(fs *flag.FlagSet, c *config) error {
+	fs.StringVar(&c.Sandbox, "sandbox", envOr("SANDBOX", "bwrap"), "sandbox provider: bwrap, or host in dev mode only (AGENTPLANE_SANDBOX)")
+	durations := []struct {
+		dst        *time.Duration
+		name, def  string
+		flag, help string
+	}{
+		{&c.SandboxIdleTimeout, "SANDBOX_IDLE_TIMEOUT", "30m", "sandbox-idle-timeout", "destroy a thread's sandbox after this long unused"},
+		{&c.SandboxWallTime, "SANDBOX_WALL_TIME", "120s", "sandbox-wall-time", "wall-clock limit of one sandbox command"},
+		{&c.SandboxCPUTime, "SANDBOX_CPU", "60s", "sandbox-cpu", "CPU-time limit of one sandbox command"},
+	}
+	for _, d := range durations {
+		v, err := time.ParseDuration(envOr(d.name, d.def))
+		if err != nil {
+			return fmt.Errorf("AGENTPLANE_%s: %w", d.name, err)
+		}
+		fs.DurationVar(d.dst, d.flag, v, d.help+" (AGENTPLANE_"+d.name+")")
+	}
+	sizes := []struct {
+		dst        *int64
+		name, def  string
+		flag, help string
+	}{
+		{&c.SandboxMemory, "SANDBOX_MEMORY", "1GiB", "sandbox-memory", "memory limit of one sandbox command, bytes or with KiB/MiB/GiB"},
+		{&c.SandboxOutput, "SANDBOX_OUTPUT", "1MiB", "sandbox-output", "output kept of one sandbox command (more kills it), bytes or with KiB/MiB/GiB"},
+	}
+	for _, sz := range sizes {
+		v, err := parseBytes(envOr(sz.name, sz.def))
+		if err != nil {
+			return fmt.Errorf("AGENTPLANE_%s: %w", sz.name, err)
+		}
+		*sz.dst = v
+		fs.Func(sz.flag, sz.help+" (AGENTPLANE_"+sz.name+")", func(s string) error {
+			n, err := parseBytes(s)
+			if err != nil {
+				return fmt.Errorf("AGENTPLANE_%s: %w", sz.name, err)
+			}
+			*sz.dst = n
+			return nil
+		})
+	}
+	procs, err := strconv.Atoi(envOr("SANDBOX_PROCS", "256"))
+	if err != nil {
+		return fmt.Errorf("AGENTPLANE_SANDBOX_PROCS: %w", err)
+	}
+	fs.IntVar(&c.SandboxProcs, "sandbox-procs", procs, "process limit of one sandbox command (AGENTPLANE_SANDBOX_PROCS)")
 	return nil
+}
+
+func (c config) validateSandbox() error {
+	switch {
+	case c.Sandbox == "host" && !c.Dev:
+		return fmt.Errorf("AGENTPLANE_SANDBOX %q: the host provider isolates nothing and is allowed only in dev mode", c.Sandbox)
+	case c.Sandbox != "bwrap" && c.Sandbox != "host":
+		return fmt.Errorf("AGENTPLANE_SANDBOX %q: must be bwrap or host", c.Sandbox)
+	case c.SandboxIdleTimeout < time.Second:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_IDLE_TIMEOUT %s: must be at least 1s", c.SandboxIdleTimeout)
+	case c.SandboxWallTime < time.Second:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_WALL_TIME %s: must be at least 1s", c.SandboxWallTime)
+	case c.SandboxCPUTime < time.Second:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_CPU %s: must be at least 1s", c.SandboxCPUTime)
+	case c.SandboxMemory < 16<<20:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_MEMORY %d: must be at least 16MiB", c.SandboxMemory)
+	case c.SandboxOutput < 1<<10:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_OUTPUT %d: must be at least 1KiB", c.SandboxOutput)
+	case c.SandboxProcs < 8:
+		return fmt.Errorf("AGENTPLANE_SANDBOX_PROCS %d: must be at least 8", c.SandboxProcs)
+	}
+	return nil
+}
+
+// parseBytes reads a size: plain bytes or a number with KiB, MiB or GiB.
+func parseBytes(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, mult = n, m
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q: want bytes, or a whole number with KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
 }
 
 func (c config) level() (slog.Level, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/migrations"
 	"github.com/agentplane/agentplane/policy"
+	"github.com/agentplane/agentplane/sandbox"
 	"github.com/agentplane/agentplane/tenants"
 	"github.com/agentplane/agentplane/tenants/secrets"
 )
@@ -41,6 +42,8 @@ type app struct {
 	broker       *agent.Broker
 	capabilities *policy.Capabilities
 	cluster      *devpg.Cluster
+	sandboxes    *sandbox.Manager
+	stopProvider func(context.Context) error
 }
 
 func serve(ctx context.Context, args []string, stdout io.Writer) error {
@@ -124,7 +127,7 @@ func (a *app) build(ctx context.Context) error {
 	}
 	a.runtime, err = jobs.New(a.pool, jobs.Config{
 		Workers: a.cfg.Workers, Work: a.cfg.Role != "api", StopTimeout: a.cfg.StopTimeout,
-	}, jobs.Services{Tenants: a.tenants, Agents: a.agents}, a.logger)
+	}, jobs.Services{Tenants: a.tenants, Agents: a.agents, Sandboxes: a.sandboxes}, a.logger)
 	if err != nil {
 		return err
 	}
@@ -229,6 +232,7 @@ func (a *app) run(ctx context.Context) error {
 	if err := a.runtime.Stop(sctx); err != nil {
 		a.logger.Warn("river shutdown", slog.String("error", err.Error()))
 	}
+	a.stopSandboxes(sctx)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 const agentByName = `-- name: AgentByName :one
-SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at FROM agents WHERE tenant_id = $1 AND name = $2
+SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url FROM agents WHERE tenant_id = $1 AND name = $2
 `
 
 type AgentByNameParams struct {
@@ -37,6 +37,7 @@ func (q *Queries) AgentByName(ctx context.Context, arg AgentByNameParams) (Agent
 		&i.TimeoutSeconds,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -87,10 +88,10 @@ func (q *Queries) ClearDefaultModel(ctx context.Context, arg ClearDefaultModelPa
 
 const createAgent = `-- name: CreateAgent :one
 INSERT INTO agents (tenant_id, id, name, model, instructions, tool_groups, skills, subagents,
-                    max_turns, token_budget, timeout_seconds)
+                    max_turns, token_budget, timeout_seconds, webhook_url)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11)
-RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at
+        $9, $10, $11, $12)
+RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url
 `
 
 type CreateAgentParams struct {
@@ -105,6 +106,7 @@ type CreateAgentParams struct {
 	MaxTurns       int32
 	TokenBudget    *int64
 	TimeoutSeconds int32
+	WebhookUrl     *string
 }
 
 func (q *Queries) CreateAgent(ctx context.Context, arg CreateAgentParams) (Agent, error) {
@@ -120,6 +122,7 @@ func (q *Queries) CreateAgent(ctx context.Context, arg CreateAgentParams) (Agent
 		arg.MaxTurns,
 		arg.TokenBudget,
 		arg.TimeoutSeconds,
+		arg.WebhookUrl,
 	)
 	var i Agent
 	err := row.Scan(
@@ -136,6 +139,7 @@ func (q *Queries) CreateAgent(ctx context.Context, arg CreateAgentParams) (Agent
 		&i.TimeoutSeconds,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -250,7 +254,7 @@ const ensureAgent = `-- name: EnsureAgent :one
 INSERT INTO agents (tenant_id, id, name, max_turns, timeout_seconds)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (tenant_id, name) DO NOTHING
-RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at
+RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url
 `
 
 type EnsureAgentParams struct {
@@ -286,6 +290,7 @@ func (q *Queries) EnsureAgent(ctx context.Context, arg EnsureAgentParams) (Agent
 		&i.TimeoutSeconds,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -302,7 +307,7 @@ func (q *Queries) HasDefaultModel(ctx context.Context, tenantID uuid.UUID) (bool
 }
 
 const listAgents = `-- name: ListAgents :many
-SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at FROM agents
+SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url FROM agents
 WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2)
 ORDER BY id LIMIT $3
 `
@@ -336,6 +341,7 @@ func (q *Queries) ListAgents(ctx context.Context, arg ListAgentsParams) ([]Agent
 			&i.TimeoutSeconds,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.WebhookUrl,
 		); err != nil {
 			return nil, err
 		}
@@ -392,7 +398,7 @@ func (q *Queries) ListModels(ctx context.Context, arg ListModelsParams) ([]Model
 }
 
 const lockAgent = `-- name: LockAgent :one
-SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at FROM agents WHERE tenant_id = $1 AND name = $2 FOR UPDATE
+SELECT tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url FROM agents WHERE tenant_id = $1 AND name = $2 FOR UPDATE
 `
 
 type LockAgentParams struct {
@@ -417,6 +423,7 @@ func (q *Queries) LockAgent(ctx context.Context, arg LockAgentParams) (Agent, er
 		&i.TimeoutSeconds,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -528,9 +535,9 @@ const updateAgent = `-- name: UpdateAgent :one
 UPDATE agents SET
     model = $1, instructions = $2, tool_groups = $3, skills = $4,
     subagents = $5, max_turns = $6, token_budget = $7,
-    timeout_seconds = $8, updated_at = now()
-WHERE tenant_id = $9 AND id = $10
-RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at
+    timeout_seconds = $8, webhook_url = $9, updated_at = now()
+WHERE tenant_id = $10 AND id = $11
+RETURNING tenant_id, id, name, model, instructions, tool_groups, skills, subagents, max_turns, token_budget, timeout_seconds, created_at, updated_at, webhook_url
 `
 
 type UpdateAgentParams struct {
@@ -542,6 +549,7 @@ type UpdateAgentParams struct {
 	MaxTurns       int32
 	TokenBudget    *int64
 	TimeoutSeconds int32
+	WebhookUrl     *string
 	TenantID       uuid.UUID
 	ID             uuid.UUID
 }
@@ -556,6 +564,7 @@ func (q *Queries) UpdateAgent(ctx context.Context, arg UpdateAgentParams) (Agent
 		arg.MaxTurns,
 		arg.TokenBudget,
 		arg.TimeoutSeconds,
+		arg.WebhookUrl,
 		arg.TenantID,
 		arg.ID,
 	)
@@ -574,6 +583,7 @@ func (q *Queries) UpdateAgent(ctx context.Context, arg UpdateAgentParams) (Agent
 		&i.TimeoutSeconds,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }

@@ -133,7 +133,7 @@ const cancelQueuedRun = `-- name: CancelQueuedRun :one
 UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', cancel_requested = true,
     finished_at = now(), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'queued'
-RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at
+RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url
 `
 
 type CancelQueuedRunParams struct {
@@ -175,6 +175,7 @@ func (q *Queries) CancelQueuedRun(ctx context.Context, arg CancelQueuedRunParams
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -189,7 +190,7 @@ WHERE r.tenant_id = $3 AND r.id = $4
       SELECT 1 FROM runs o
       WHERE o.tenant_id = r.tenant_id AND o.thread_id = r.thread_id AND o.id < r.id
         AND o.status IN ('queued', 'running'))
-RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at
+RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url
 `
 
 type ClaimRunParams struct {
@@ -238,16 +239,17 @@ func (q *Queries) ClaimRun(ctx context.Context, arg ClaimRunParams) (Run, error)
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
 
 const createRun = `-- name: CreateRun :one
 INSERT INTO runs (tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role,
-                  input, metadata, idempotency_key, request_hash)
+                  input, metadata, idempotency_key, request_hash, webhook_url)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12)
-RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at
+        $9, $10, $11, $12, $13)
+RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url
 `
 
 type CreateRunParams struct {
@@ -263,6 +265,7 @@ type CreateRunParams struct {
 	Metadata       json.RawMessage
 	IdempotencyKey *string
 	RequestHash    []byte
+	WebhookUrl     *string
 }
 
 func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (Run, error) {
@@ -279,6 +282,7 @@ func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (Run, erro
 		arg.Metadata,
 		arg.IdempotencyKey,
 		arg.RequestHash,
+		arg.WebhookUrl,
 	)
 	var i Run
 	err := row.Scan(
@@ -310,13 +314,14 @@ func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (Run, erro
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
 
 const createThread = `-- name: CreateThread :one
 INSERT INTO threads (tenant_id, id, title, created_by) VALUES ($1, $2, $3, $4)
-RETURNING tenant_id, id, title, created_by, created_at, updated_at, deleted_at
+RETURNING tenant_id, id, title, created_by, created_at, updated_at, deleted_at, sandbox_id
 `
 
 type CreateThreadParams struct {
@@ -342,6 +347,7 @@ func (q *Queries) CreateThread(ctx context.Context, arg CreateThreadParams) (Thr
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.SandboxID,
 	)
 	return i, err
 }
@@ -397,7 +403,7 @@ func (q *Queries) ExpiredRuns(ctx context.Context, lim int32) ([]ExpiredRunsRow,
 }
 
 const fenceRun = `-- name: FenceRun :one
-SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at FROM runs
+SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url FROM runs
 WHERE tenant_id = $1 AND id = $2 AND lease_epoch = $3 AND status = 'running'
 FOR UPDATE
 `
@@ -442,6 +448,7 @@ func (q *Queries) FenceRun(ctx context.Context, arg FenceRunParams) (Run, error)
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -450,7 +457,7 @@ const finishRun = `-- name: FinishRun :one
 UPDATE runs SET status = $1, stop_reason = $2, error = $3,
     finished_at = now(), updated_at = now(), lease_expires_at = NULL
 WHERE tenant_id = $4 AND id = $5 AND lease_epoch = $6 AND status = 'running'
-RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at
+RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url
 `
 
 type FinishRunParams struct {
@@ -501,6 +508,7 @@ func (q *Queries) FinishRun(ctx context.Context, arg FinishRunParams) (Run, erro
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
@@ -623,7 +631,7 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]ListE
 }
 
 const listRuns = `-- name: ListRuns :many
-SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at FROM runs
+SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url FROM runs
 WHERE tenant_id = $1
   AND ($2::uuid IS NULL OR thread_id = $2)
   AND ($3::text IS NULL OR status = $3)
@@ -683,6 +691,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]Run, erro
 			&i.StartedAt,
 			&i.FinishedAt,
 			&i.UpdatedAt,
+			&i.WebhookUrl,
 		); err != nil {
 			return nil, err
 		}
@@ -695,7 +704,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]Run, erro
 }
 
 const listThreads = `-- name: ListThreads :many
-SELECT tenant_id, id, title, created_by, created_at, updated_at, deleted_at FROM threads
+SELECT tenant_id, id, title, created_by, created_at, updated_at, deleted_at, sandbox_id FROM threads
 WHERE tenant_id = $1 AND deleted_at IS NULL
   AND ($2::uuid IS NULL OR id < $2)
 ORDER BY id DESC LIMIT $3
@@ -724,6 +733,7 @@ func (q *Queries) ListThreads(ctx context.Context, arg ListThreadsParams) ([]Thr
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeletedAt,
+			&i.SandboxID,
 		); err != nil {
 			return nil, err
 		}
@@ -768,7 +778,7 @@ func (q *Queries) QueuedRunsWithoutJob(ctx context.Context, lim int32) ([]Queued
 const requestCancel = `-- name: RequestCancel :one
 UPDATE runs SET cancel_requested = true, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'running'
-RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at
+RETURNING tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url
 `
 
 type RequestCancelParams struct {
@@ -808,12 +818,13 @@ func (q *Queries) RequestCancel(ctx context.Context, arg RequestCancelParams) (R
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
 
 const runByID = `-- name: RunByID :one
-SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at FROM runs WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url FROM runs WHERE tenant_id = $1 AND id = $2
 `
 
 type RunByIDParams struct {
@@ -853,12 +864,13 @@ func (q *Queries) RunByID(ctx context.Context, arg RunByIDParams) (Run, error) {
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
 
 const runByIdempotencyKey = `-- name: RunByIdempotencyKey :one
-SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at FROM runs WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT tenant_id, id, thread_id, agent_id, agent_name, principal_kind, principal_id, principal_role, status, stop_reason, error, input, metadata, idempotency_key, request_hash, cancel_requested, turns, event_seq, input_tokens, output_tokens, total_tokens, lease_owner, lease_epoch, lease_expires_at, created_at, started_at, finished_at, updated_at, webhook_url FROM runs WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type RunByIdempotencyKeyParams struct {
@@ -898,12 +910,13 @@ func (q *Queries) RunByIdempotencyKey(ctx context.Context, arg RunByIdempotencyK
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.UpdatedAt,
+		&i.WebhookUrl,
 	)
 	return i, err
 }
 
 const threadByID = `-- name: ThreadByID :one
-SELECT tenant_id, id, title, created_by, created_at, updated_at, deleted_at FROM threads WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
+SELECT tenant_id, id, title, created_by, created_at, updated_at, deleted_at, sandbox_id FROM threads WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
 `
 
 type ThreadByIDParams struct {
@@ -922,6 +935,7 @@ func (q *Queries) ThreadByID(ctx context.Context, arg ThreadByIDParams) (Thread,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.SandboxID,
 	)
 	return i, err
 }

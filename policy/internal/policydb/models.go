@@ -25,6 +25,7 @@ type Agent struct {
 	TimeoutSeconds int32
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	WebhookUrl     *string
 }
 
 type ApiKey struct {
@@ -39,6 +40,15 @@ type ApiKey struct {
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+}
+
+type Artifact struct {
+	TenantID  uuid.UUID
+	ThreadID  uuid.UUID
+	Seq       int64
+	Path      string
+	RunID     uuid.UUID
+	CreatedAt time.Time
 }
 
 type AuditEvent struct {
@@ -73,6 +83,29 @@ type CasbinRule struct {
 	V3       string
 	V4       string
 	V5       string
+}
+
+type Delivery struct {
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	RunID          uuid.UUID
+	Url            string
+	Status         string
+	Attempts       int32
+	LastStatusCode *int32
+	LastError      *string
+	CreatedAt      time.Time
+	DeliveredAt    *time.Time
+}
+
+type DeliveryAttempt struct {
+	TenantID   uuid.UUID
+	DeliveryID uuid.UUID
+	Attempt    int32
+	StatusCode *int32
+	Error      *string
+	DurationMs int32
+	CreatedAt  time.Time
 }
 
 type Membership struct {
@@ -142,6 +175,7 @@ type Run struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	UpdatedAt       time.Time
+	WebhookUrl      *string
 }
 
 type RunEvent struct {
@@ -151,6 +185,36 @@ type RunEvent struct {
 	Type      string
 	Data      json.RawMessage
 	CreatedAt time.Time
+}
+
+type RunOutputSnapshot struct {
+	TenantID  uuid.UUID
+	RunID     uuid.UUID
+	Files     json.RawMessage
+	CreatedAt time.Time
+}
+
+type RunSettlement struct {
+	TenantID  uuid.UUID
+	RunID     uuid.UUID
+	Produced  json.RawMessage
+	Presented json.RawMessage
+	Matched   json.RawMessage
+	Verdict   string
+	CreatedAt time.Time
+}
+
+type Sandbox struct {
+	TenantID       uuid.UUID
+	ID             string
+	ThreadID       uuid.UUID
+	Provider       string
+	Status         string
+	LeaseOwner     *string
+	LeaseExpiresAt *time.Time
+	CreatedAt      time.Time
+	LastUsedAt     time.Time
+	DestroyedAt    *time.Time
 }
 
 type Secret struct {
@@ -195,6 +259,19 @@ type Thread struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	DeletedAt *time.Time
+	SandboxID *string
+}
+
+type Upload struct {
+	TenantID    uuid.UUID
+	ThreadID    uuid.UUID
+	ID          uuid.UUID
+	Name        string
+	Size        int64
+	ContentType string
+	Sha256      string
+	CreatedBy   string
+	CreatedAt   time.Time
 }
 
 type UsageRecord struct {
