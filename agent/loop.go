@@ -74,7 +74,9 @@ func (r *runState) drive(parent context.Context) error {
 	}
 	if parent.Err() != nil {
 		// The worker is shutting down: leave the run to the reaper, which
-		// hands it to another worker once the lease expires.
+		// hands it to another worker once the lease expires — and free the
+		// sandbox now, so that worker does not wait out our sandbox lease.
+		r.releaseSandbox(context.WithoutCancel(parent))
 		return parent.Err()
 	}
 	return r.finish(context.WithoutCancel(parent), out)

@@ -28,7 +28,7 @@ func (p *Bwrap) Exec(ctx context.Context, id string, req ExecRequest) (ExecResul
 	st := b.extra.(*bwrapBox)
 	args := append(p.rlimitArgs(st.cg), "--", p.cfg.BwrapPath)
 	args = append(args, p.mountArgs(b, st.network.Load())...)
-	args = append(args, "--", "/bin/sh", "-c", req.Command)
+	args = append(args, "--", shell(), "-c", req.Command)
 	var confine func(int) error
 	if st.cg != nil {
 		confine = st.cg.join

@@ -157,3 +157,13 @@ func validEnvName(name string) bool {
 	}
 	return true
 }
+
+// shell is the interpreter for commands: bash, as the tool's name promises,
+// when the system has it (the sandbox sees the host's /usr read-only), else
+// POSIX sh.
+func shell() string {
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}

@@ -75,7 +75,7 @@ func (h *Host) Exec(ctx context.Context, id string, req ExecRequest) (ExecResult
 	}
 	toHost := strings.NewReplacer(UserData, userData, Skills, skills)
 	res, err := run(ctx, process{
-		path:      "/bin/sh",
+		path:      shell(),
 		args:      []string{"-c", toHost.Replace(req.Command)},
 		env:       env,
 		dir:       home,

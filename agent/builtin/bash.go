@@ -28,7 +28,7 @@ func (s *Source) bash() tools.Tool {
 			"memory and output limits.",
 		Group: GroupSandbox,
 		Parameters: schema(map[string]any{
-			"command":         prop("string", "The command line, run by the sandbox shell (sh -c)."),
+			"command":         prop("string", "The command line, run by bash -c in the sandbox."),
 			"timeout_seconds": map[string]any{"type": "integer", "minimum": 1, "description": "Kill the command after this many seconds; capped by the sandbox's wall-time limit."},
 		}, "command"),
 		Run: sandboxRun(s, func(ctx context.Context, sb box, _ tools.Call, a bashArgs) (string, error) {

@@ -32,6 +32,13 @@ func (a *app) buildAgents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every role needs the thread file tree: the API serves uploads and
+	// downloads, workers settle outputs.
+	tree, err := a.cfg.sandboxTree()
+	if err != nil {
+		return err
+	}
+	a.agents.UseFiles(tree)
 	a.capabilities = policy.NewCapabilities(a.pool)
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d", host, os.Getpid())
