@@ -28,63 +28,6 @@ type Agent struct {
 	WebhookUrl     *string
 }
 
-type ApiKey struct {
-	TenantID   uuid.UUID
-	ID         uuid.UUID
-	Name       string
-	Role       string
-	Prefix     string
-	SecretHash []byte
-	CreatedBy  string
-	CreatedAt  time.Time
-	ExpiresAt  *time.Time
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
-}
-
-type Artifact struct {
-	TenantID  uuid.UUID
-	ThreadID  uuid.UUID
-	Seq       int64
-	Path      string
-	RunID     uuid.UUID
-	CreatedAt time.Time
-}
-
-type AuditEvent struct {
-	TenantID   uuid.UUID
-	Seq        int64
-	ID         uuid.UUID
-	ActorKind  string
-	ActorID    string
-	Action     string
-	TargetKind string
-	TargetID   string
-	RequestID  string
-	Diff       json.RawMessage
-	CreatedAt  time.Time
-	PrevHash   []byte
-	Hash       []byte
-}
-
-type AuditHead struct {
-	TenantID uuid.UUID
-	Seq      int64
-	Hash     []byte
-}
-
-type CasbinRule struct {
-	ID       int64
-	TenantID *uuid.UUID
-	Ptype    string
-	V0       string
-	V1       string
-	V2       string
-	V3       string
-	V4       string
-	V5       string
-}
-
 type Delivery struct {
 	TenantID       uuid.UUID
 	ID             uuid.UUID
@@ -106,15 +49,6 @@ type DeliveryAttempt struct {
 	Error      *string
 	DurationMs int32
 	CreatedAt  time.Time
-}
-
-type Membership struct {
-	TenantID  uuid.UUID
-	ID        uuid.UUID
-	UserID    uuid.UUID
-	Role      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
 }
 
 type Message struct {
@@ -178,22 +112,6 @@ type Run struct {
 	WebhookUrl      *string
 }
 
-type RunEvent struct {
-	TenantID  uuid.UUID
-	RunID     uuid.UUID
-	Seq       int64
-	Type      string
-	Data      json.RawMessage
-	CreatedAt time.Time
-}
-
-type RunOutputSnapshot struct {
-	TenantID  uuid.UUID
-	RunID     uuid.UUID
-	Files     json.RawMessage
-	CreatedAt time.Time
-}
-
 type RunSettlement struct {
 	TenantID  uuid.UUID
 	RunID     uuid.UUID
@@ -202,53 +120,6 @@ type RunSettlement struct {
 	Matched   json.RawMessage
 	Verdict   string
 	CreatedAt time.Time
-}
-
-type Sandbox struct {
-	TenantID       uuid.UUID
-	ID             string
-	ThreadID       uuid.UUID
-	Provider       string
-	Status         string
-	LeaseOwner     *string
-	LeaseExpiresAt *time.Time
-	CreatedAt      time.Time
-	LastUsedAt     time.Time
-	DestroyedAt    *time.Time
-}
-
-type Secret struct {
-	TenantID    uuid.UUID
-	Name        string
-	Version     int32
-	Ciphertext  []byte
-	Fingerprint string
-	CreatedBy   string
-	CreatedAt   time.Time
-}
-
-type Session struct {
-	TokenHash []byte
-	UserID    uuid.UUID
-	CsrfToken string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-}
-
-type Tenant struct {
-	ID        uuid.UUID
-	Slug      string
-	Name      string
-	Status    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	DeletedAt *time.Time
-}
-
-type TenantDataKey struct {
-	TenantID   uuid.UUID
-	WrappedKey []byte
-	CreatedAt  time.Time
 }
 
 type Thread struct {
@@ -272,31 +143,4 @@ type Upload struct {
 	Sha256      string
 	CreatedBy   string
 	CreatedAt   time.Time
-}
-
-type UsageRecord struct {
-	TenantID        uuid.UUID
-	ID              uuid.UUID
-	RunID           uuid.UUID
-	ThreadID        uuid.UUID
-	AgentName       string
-	Caller          string
-	Principal       string
-	ModelEndpoint   string
-	Model           string
-	CallKey         string
-	InputTokens     int64
-	OutputTokens    int64
-	CacheReadTokens int64
-	TotalTokens     int64
-	LatencyMs       int32
-	CreatedAt       time.Time
-}
-
-type User struct {
-	ID            uuid.UUID
-	Email         string
-	PasswordHash  *string
-	PlatformAdmin bool
-	CreatedAt     time.Time
 }

@@ -5,28 +5,10 @@
 package tenantsdb
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 )
-
-type Agent struct {
-	TenantID       uuid.UUID
-	ID             uuid.UUID
-	Name           string
-	Model          *string
-	Instructions   string
-	ToolGroups     []string
-	Skills         []string
-	Subagents      bool
-	MaxTurns       int32
-	TokenBudget    *int64
-	TimeoutSeconds int32
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	WebhookUrl     *string
-}
 
 type ApiKey struct {
 	TenantID   uuid.UUID
@@ -42,72 +24,6 @@ type ApiKey struct {
 	RevokedAt  *time.Time
 }
 
-type Artifact struct {
-	TenantID  uuid.UUID
-	ThreadID  uuid.UUID
-	Seq       int64
-	Path      string
-	RunID     uuid.UUID
-	CreatedAt time.Time
-}
-
-type AuditEvent struct {
-	TenantID   uuid.UUID
-	Seq        int64
-	ID         uuid.UUID
-	ActorKind  string
-	ActorID    string
-	Action     string
-	TargetKind string
-	TargetID   string
-	RequestID  string
-	Diff       json.RawMessage
-	CreatedAt  time.Time
-	PrevHash   []byte
-	Hash       []byte
-}
-
-type AuditHead struct {
-	TenantID uuid.UUID
-	Seq      int64
-	Hash     []byte
-}
-
-type CasbinRule struct {
-	ID       int64
-	TenantID *uuid.UUID
-	Ptype    string
-	V0       string
-	V1       string
-	V2       string
-	V3       string
-	V4       string
-	V5       string
-}
-
-type Delivery struct {
-	TenantID       uuid.UUID
-	ID             uuid.UUID
-	RunID          uuid.UUID
-	Url            string
-	Status         string
-	Attempts       int32
-	LastStatusCode *int32
-	LastError      *string
-	CreatedAt      time.Time
-	DeliveredAt    *time.Time
-}
-
-type DeliveryAttempt struct {
-	TenantID   uuid.UUID
-	DeliveryID uuid.UUID
-	Attempt    int32
-	StatusCode *int32
-	Error      *string
-	DurationMs int32
-	CreatedAt  time.Time
-}
-
 type Membership struct {
 	TenantID  uuid.UUID
 	ID        uuid.UUID
@@ -115,124 +31,6 @@ type Membership struct {
 	Role      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
-}
-
-type Message struct {
-	TenantID   uuid.UUID
-	ThreadID   uuid.UUID
-	Seq        int64
-	RunID      uuid.UUID
-	Step       int32
-	Idx        int32
-	Role       string
-	Content    string
-	ToolCalls  []byte
-	ToolCallID *string
-	ToolName   *string
-	CreatedAt  time.Time
-}
-
-type ModelEndpoint struct {
-	TenantID      uuid.UUID
-	ID            uuid.UUID
-	Name          string
-	BaseUrl       string
-	Model         string
-	ApiKeySecret  *string
-	IsDefault     bool
-	ContextWindow int32
-	SupportsTools bool
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-}
-
-type Run struct {
-	TenantID        uuid.UUID
-	ID              uuid.UUID
-	ThreadID        uuid.UUID
-	AgentID         uuid.UUID
-	AgentName       string
-	PrincipalKind   string
-	PrincipalID     string
-	PrincipalRole   string
-	Status          string
-	StopReason      *string
-	Error           *string
-	Input           string
-	Metadata        json.RawMessage
-	IdempotencyKey  *string
-	RequestHash     []byte
-	CancelRequested bool
-	Turns           int32
-	EventSeq        int64
-	InputTokens     int64
-	OutputTokens    int64
-	TotalTokens     int64
-	LeaseOwner      *string
-	LeaseEpoch      int64
-	LeaseExpiresAt  *time.Time
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	FinishedAt      *time.Time
-	UpdatedAt       time.Time
-	WebhookUrl      *string
-}
-
-type RunEvent struct {
-	TenantID  uuid.UUID
-	RunID     uuid.UUID
-	Seq       int64
-	Type      string
-	Data      json.RawMessage
-	CreatedAt time.Time
-}
-
-type RunOutputSnapshot struct {
-	TenantID  uuid.UUID
-	RunID     uuid.UUID
-	Files     json.RawMessage
-	CreatedAt time.Time
-}
-
-type RunSettlement struct {
-	TenantID  uuid.UUID
-	RunID     uuid.UUID
-	Produced  json.RawMessage
-	Presented json.RawMessage
-	Matched   json.RawMessage
-	Verdict   string
-	CreatedAt time.Time
-}
-
-type Sandbox struct {
-	TenantID       uuid.UUID
-	ID             string
-	ThreadID       uuid.UUID
-	Provider       string
-	Status         string
-	LeaseOwner     *string
-	LeaseExpiresAt *time.Time
-	CreatedAt      time.Time
-	LastUsedAt     time.Time
-	DestroyedAt    *time.Time
-}
-
-type Secret struct {
-	TenantID    uuid.UUID
-	Name        string
-	Version     int32
-	Ciphertext  []byte
-	Fingerprint string
-	CreatedBy   string
-	CreatedAt   time.Time
-}
-
-type Session struct {
-	TokenHash []byte
-	UserID    uuid.UUID
-	CsrfToken string
-	CreatedAt time.Time
-	ExpiresAt time.Time
 }
 
 type Tenant struct {
@@ -243,54 +41,6 @@ type Tenant struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	DeletedAt *time.Time
-}
-
-type TenantDataKey struct {
-	TenantID   uuid.UUID
-	WrappedKey []byte
-	CreatedAt  time.Time
-}
-
-type Thread struct {
-	TenantID  uuid.UUID
-	ID        uuid.UUID
-	Title     string
-	CreatedBy string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	DeletedAt *time.Time
-	SandboxID *string
-}
-
-type Upload struct {
-	TenantID    uuid.UUID
-	ThreadID    uuid.UUID
-	ID          uuid.UUID
-	Name        string
-	Size        int64
-	ContentType string
-	Sha256      string
-	CreatedBy   string
-	CreatedAt   time.Time
-}
-
-type UsageRecord struct {
-	TenantID        uuid.UUID
-	ID              uuid.UUID
-	RunID           uuid.UUID
-	ThreadID        uuid.UUID
-	AgentName       string
-	Caller          string
-	Principal       string
-	ModelEndpoint   string
-	Model           string
-	CallKey         string
-	InputTokens     int64
-	OutputTokens    int64
-	CacheReadTokens int64
-	TotalTokens     int64
-	LatencyMs       int32
-	CreatedAt       time.Time
 }
 
 type User struct {
