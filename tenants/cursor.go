@@ -21,6 +21,17 @@ type Page struct {
 	Cursor string
 }
 
+// Size is the page size to query: 50 by default, at most 200.
+func (p Page) Size() int32 { return p.limit() }
+
+// Position decodes the cursor into the last id of the previous page (nil on
+// the first page); lists in either direction use it as their boundary.
+func (p Page) Position() (*uuid.UUID, error) { return p.after() }
+
+// NextCursor returns the cursor after the last of n items when the page was
+// full, else "" (the last page).
+func NextCursor(n int, size int32, last uuid.UUID) string { return nextCursor(n, size, last) }
+
 func (p Page) limit() int32 {
 	switch {
 	case p.Limit <= 0:
