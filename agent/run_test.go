@@ -52,3 +52,20 @@ func TestRunToolCallThenAnswer(t *testing.T) {
 	require.Len(t, reqs, 2)
 	require.True(t, reqs[0].HasTool("echo"))
 }
+
+// A model that sends NUL bytes or invalid UTF-8 must not fail the run at
+// the database (text and jsonb refuse both).
+func TestRunModelOutputWithNULIsStored(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, echoTool())
+	e.model.Enqueue(
+		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "c\x001", Name: "echo", Arguments: `{"text":"a\u0000b"}`}}},
+		llmtest.Reply{Content: "done\x00 with \xff bytes"},
+	)
+	r := e.start("go")
+	require.Equal(t, agent.StatusSucceeded, r.Status, r.Error)
+	msgs, err := e.svc.ListMessages(t.Context(), e.access, e.thread.ID, 0, 50)
+	require.NoError(t, err)
+	last := msgs.Messages[len(msgs.Messages)-1]
+	require.Equal(t, "done\uFFFD with \uFFFD bytes", last.Content)
+}

@@ -242,7 +242,7 @@ func (r *runState) call(ctx context.Context, step int) (llm.Response, error) {
 		}
 	}
 	deltas := &deltaBatcher{flush: func(text string) error {
-		return r.event(ctx, EventMessageDelta, map[string]any{"step": step, "text": text})
+		return r.event(ctx, EventMessageDelta, map[string]any{"step": step, "text": storable(text)})
 	}}
 	onDelta := deltas.add
 	onRetry := func(ri llm.RetryInfo) {
@@ -257,6 +257,7 @@ func (r *runState) call(ctx context.Context, step int) (llm.Response, error) {
 	if err != nil {
 		return llm.Response{}, err
 	}
+	resp = storableResponse(resp)
 	if err := r.recordCall(ctx, step, resp); err != nil {
 		return llm.Response{}, err
 	}
@@ -413,6 +414,19 @@ func (r *runState) execute(ctx context.Context, c ToolCall) toolResult {
 
 // storable makes tool text fit a PostgreSQL text column: invalid UTF-8 and
 // NUL bytes (binary output) become U+FFFD instead of failing the step.
+// storableResponse cleans what a model sent before it is stored as text and
+// jsonb (PostgreSQL refuses NUL and invalid UTF-8 in both).
+func storableResponse(resp llm.Response) llm.Response {
+	resp.Content = storable(resp.Content)
+	calls := make([]llm.ToolCall, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		calls[i] = llm.ToolCall{ID: storable(c.ID), Name: storable(c.Name), Arguments: storable(c.Arguments)}
+	}
+	resp.ToolCalls = calls
+	resp.Model = storable(resp.Model)
+	return resp
+}
+
 func storable(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
 		return s
