@@ -3,18 +3,16 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/agenttest"
 	"github.com/agentplane/agentplane/agent/llm"
 	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/agent/tools"
@@ -37,75 +35,29 @@ type loopOpts struct {
 // newLoopEnv is newRunEnv with options.
 func newLoopEnv(t *testing.T, o loopOpts) *runEnv {
 	t.Helper()
-	ctx := t.Context()
-	pool := pgtest.Pool(t)
-	logger := slog.New(slog.DiscardHandler)
-	if o.leaseTTL == 0 {
-		o.leaseTTL = 2 * time.Second
+	opts := agenttest.Options{Tools: o.tools, LeaseTTL: o.leaseTTL, MaxInputBytes: o.maxInputBytes, Secrets: agenttest.NoSecrets{}}
+	if reg := o.registry; reg != nil {
+		opts.Registry = func(*agent.Service) *tools.Registry { return reg }
 	}
-	if o.registry == nil {
-		o.registry = tools.NewRegistry(tools.Static{SourceName: "test", List: o.tools})
-	}
-	tsvc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
-	require.NoError(t, err)
-	svc, err := agent.NewService(pool, agent.Config{LeaseTTL: o.leaseTTL, MaxInputBytes: o.maxInputBytes}, noSecrets{}, logger)
-	require.NoError(t, err)
-	caps := policy.NewCapabilities(pool)
-	require.NoError(t, svc.UseRuntime(agent.Runtime{
-		Models:       llm.New(llm.Config{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}),
-		Tools:        o.registry,
-		Capabilities: caps,
-		Principals:   tsvc,
-		Owner:        "test-worker",
-	}))
-	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	svc.UseQueue(queue)
-
-	slug := "loop-" + pgtest.Suffix()
-	tn, err := tsvc.CreateTenant(ctx, policy.System, tenants.CreateTenantInput{Slug: slug, Name: slug})
-	require.NoError(t, err)
-	key, err := tsvc.CreateAPIKey(ctx, tenants.Access{Principal: policy.System, Tenant: tn}, tenants.CreateAPIKeyInput{Name: "dev", Role: policy.RoleDeveloper})
-	require.NoError(t, err)
-	p, err := tsvc.AuthenticateKey(ctx, key.Key)
-	require.NoError(t, err)
-	access := tenants.Access{Principal: p, Tenant: tn, Role: policy.RoleDeveloper}
-
-	model := llmtest.Start(t)
-	_, err = svc.CreateModel(ctx, tenants.Access{Principal: policy.System, Tenant: tn}, agent.ModelInput{
-		Name: "scripted", BaseURL: model.URL(), Model: "scripted-1",
-	})
-	require.NoError(t, err)
-	th, err := svc.CreateThread(ctx, access, "test")
-	require.NoError(t, err)
-	return &runEnv{t: t, svc: svc, tenants: tsvc, caps: caps, model: model, access: access, thread: th, queue: queue}
+	return wrapEnv(t, agenttest.New(t, pgtest.Pool(t), opts))
 }
 
-func (e *runEnv) pool() *pgxpool.Pool { return pgtest.Pool(e.t) }
+func (e *runEnv) pool() *pgxpool.Pool { return e.Pool }
 
 // system acts in the env's tenant as the platform (for definitions and policy).
-func (e *runEnv) system() tenants.Access {
-	return tenants.Access{Principal: policy.System, Tenant: e.access.Tenant}
-}
+func (e *runEnv) system() tenants.Access { return e.System() }
 
 // create creates a run on the env's thread without executing it.
 func (e *runEnv) create(in agent.CreateRunInput) agent.Run {
 	e.t.Helper()
-	r, created, err := e.svc.CreateRun(e.t.Context(), e.access, e.thread.ID, in)
-	require.NoError(e.t, err)
-	require.True(e.t, created)
-	return r
+	return e.Create(in)
 }
 
-func (e *runEnv) exec(id uuid.UUID) error {
-	return e.svc.Execute(e.t.Context(), agent.RunArgs{TenantID: e.access.Tenant.ID, RunID: id})
-}
+func (e *runEnv) exec(id uuid.UUID) error { return e.Exec(id) }
 
 func (e *runEnv) get(id uuid.UUID) agent.Run {
 	e.t.Helper()
-	r, err := e.svc.GetRun(e.t.Context(), e.access, id)
-	require.NoError(e.t, err)
-	return r
+	return e.Get(id)
 }
 
 // startAgent creates a run of the named agent and executes it.

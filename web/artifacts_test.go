@@ -4,30 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/go-chi/chi/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/agenttest"
 	"github.com/agentplane/agentplane/agent/llm"
 	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/agent/tools"
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/sandbox"
-	"github.com/agentplane/agentplane/tenants"
-	"github.com/agentplane/agentplane/web"
 )
 
 // newFilesFixture is a runs fixture whose agent service has a thread tree
@@ -35,14 +28,7 @@ import (
 // (as a sandbox would), present declares paths (as present_files does).
 func newFilesFixture(t *testing.T) (*runsFixture, sandbox.Tree) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := pgtest.Pool(t)
-	svc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
-	require.NoError(t, err)
-	agents, err := agent.NewService(pool, agent.Config{}, nil, logger)
-	require.NoError(t, err)
 	tree := sandbox.Tree{Root: t.TempDir()}
-	agents.UseFiles(tree)
 	put := tools.Tool{
 		Name: "put", Description: "Write a file under outputs.", Group: "test",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`),
@@ -58,41 +44,24 @@ func newFilesFixture(t *testing.T) (*runsFixture, sandbox.Tree) {
 			return "written", os.WriteFile(p, []byte(a.Content), 0o644)
 		},
 	}
-	present := tools.Tool{
-		Name: "present", Description: "Present files.", Group: "test",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array"}},"required":["paths"]}`),
-		Run: func(ctx context.Context, c tools.Call) (string, error) {
-			var a struct{ Paths []string }
-			if err := json.Unmarshal(c.Arguments, &a); err != nil {
-				return "", err
-			}
-			_, err := agents.PresentFiles(ctx, c.TenantID, c.ThreadID, c.RunID, a.Paths)
-			return "presented", err
-		},
+	present := func(agents *agent.Service) tools.Tool {
+		return tools.Tool{
+			Name: "present", Description: "Present files.", Group: "test",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array"}},"required":["paths"]}`),
+			Run: func(ctx context.Context, c tools.Call) (string, error) {
+				var a struct{ Paths []string }
+				if err := json.Unmarshal(c.Arguments, &a); err != nil {
+					return "", err
+				}
+				_, err := agents.PresentFiles(ctx, c.TenantID, c.ThreadID, c.RunID, a.Paths)
+				return "presented", err
+			},
+		}
 	}
-	require.NoError(t, agents.UseRuntime(agent.Runtime{
-		Models:       llm.New(llm.Config{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}),
-		Tools:        tools.NewRegistry(tools.Static{SourceName: "test", List: []tools.Tool{put, present}}),
-		Capabilities: policy.NewCapabilities(pool),
-		Principals:   svc,
-		Owner:        "web-test",
-	}))
-	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	agents.UseQueue(queue)
-	enforcer, err := policy.NewEnforcer()
-	require.NoError(t, err)
-	lim := &memLimiter{max: 100}
-	console, err := web.New(web.Deps{Tenants: svc, Enforcer: enforcer, Agents: agents, Logger: logger, Limiter: lim})
-	require.NoError(t, err)
-	router := chi.NewRouter()
-	router.Mount("/console", console)
-	srv := httptest.NewServer(router)
-	t.Cleanup(srv.Close)
-	return &runsFixture{
-		fixture: &fixture{svc: svc, limiter: lim, srv: srv, suffix: randomHex(4)},
-		agents:  agents, model: llmtest.Start(t),
-	}, tree
+	f := newEnvFixture(t, agenttest.Options{Files: &tree, Registry: func(agents *agent.Service) *tools.Registry {
+		return tools.NewRegistry(tools.Static{SourceName: "test", List: []tools.Tool{put, present(agents)}})
+	}})
+	return f, tree
 }
 
 // download fetches a console URL raw.

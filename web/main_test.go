@@ -45,16 +45,25 @@ func newFixture(t *testing.T) *fixture {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := tenants.NewService(pgtest.Pool(t), tenants.Config{PasswordCost: 4}, logger)
 	require.NoError(t, err)
+	return serveConsole(t, web.Deps{Tenants: svc})
+}
+
+// serveConsole serves a console on deps under /console on a real server;
+// it fills in the enforcer, a discarding logger and an in-memory limiter.
+func serveConsole(t *testing.T, deps web.Deps) *fixture {
+	t.Helper()
 	enforcer, err := policy.NewEnforcer()
 	require.NoError(t, err)
 	lim := &memLimiter{max: 100}
-	console, err := web.New(web.Deps{Tenants: svc, Enforcer: enforcer, Logger: logger, Limiter: lim})
+	deps.Enforcer, deps.Limiter = enforcer, lim
+	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	console, err := web.New(deps)
 	require.NoError(t, err)
 	router := chi.NewRouter()
 	router.Mount("/console", console)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &fixture{svc: svc, limiter: lim, srv: srv, suffix: randomHex(4)}
+	return &fixture{svc: deps.Tenants, limiter: lim, srv: srv, suffix: randomHex(4)}
 }
 
 // tenant creates a tenant whose slug starts with name.

@@ -4,12 +4,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/agent"
@@ -29,16 +27,7 @@ func newAgentsFixture(t *testing.T) (*fixture, *agent.Service) {
 	require.NoError(t, err)
 	agents, err := agent.NewService(pool, agent.Config{}, nil, logger)
 	require.NoError(t, err)
-	enforcer, err := policy.NewEnforcer()
-	require.NoError(t, err)
-	lim := &memLimiter{max: 100}
-	console, err := web.New(web.Deps{Tenants: svc, Enforcer: enforcer, Agents: agents, Logger: logger, Limiter: lim})
-	require.NoError(t, err)
-	router := chi.NewRouter()
-	router.Mount("/console", console)
-	srv := httptest.NewServer(router)
-	t.Cleanup(srv.Close)
-	return &fixture{svc: svc, limiter: lim, srv: srv, suffix: randomHex(4)}, agents
+	return serveConsole(t, web.Deps{Tenants: svc, Agents: agents}), agents
 }
 
 func TestModelsPage(t *testing.T) {

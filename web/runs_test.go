@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,13 +12,11 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/agenttest"
 	"github.com/agentplane/agentplane/agent/llm"
 	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/agent/tools"
@@ -37,6 +33,7 @@ type runsFixture struct {
 	*fixture
 	agents *agent.Service
 	model  *llmtest.Server
+	env    *agenttest.Env
 }
 
 func newRunsFixture(t *testing.T) *runsFixture {
@@ -48,41 +45,19 @@ func newRunsFixture(t *testing.T) *runsFixture {
 // console's stream polls.
 func newRunsFixtureWith(t *testing.T, withBroker bool) *runsFixture {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := pgtest.Pool(t)
-	svc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
-	require.NoError(t, err)
-	agents, err := agent.NewService(pool, agent.Config{}, nil, logger)
-	require.NoError(t, err)
-	require.NoError(t, agents.UseRuntime(agent.Runtime{
-		Models:       llm.New(llm.Config{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}),
-		Tools:        tools.NewRegistry(tools.Static{SourceName: "test", List: []tools.Tool{echoTool()}}),
-		Capabilities: policy.NewCapabilities(pool),
-		Principals:   svc,
-		Owner:        "web-test",
-	}))
-	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	agents.UseQueue(queue)
-	var broker *agent.Broker
-	if withBroker {
-		broker = agent.NewBroker(pool, logger)
-		require.NoError(t, broker.Start(t.Context()))
-		t.Cleanup(broker.Wait)
-	}
+	return newEnvFixture(t, agenttest.Options{Tools: []tools.Tool{echoTool()}, Broker: withBroker})
+}
 
-	enforcer, err := policy.NewEnforcer()
-	require.NoError(t, err)
-	lim := &memLimiter{max: 100}
-	console, err := web.New(web.Deps{Tenants: svc, Enforcer: enforcer, Agents: agents, Broker: broker, Logger: logger, Limiter: lim})
-	require.NoError(t, err)
-	router := chi.NewRouter()
-	router.Mount("/console", console)
-	srv := httptest.NewServer(router)
-	t.Cleanup(srv.Close)
+// newEnvFixture serves the console over an agenttest environment without
+// a tenant (tests create theirs with runTenant), with the agent package's
+// default lease and no secrets vault.
+func newEnvFixture(t *testing.T, o agenttest.Options) *runsFixture {
+	t.Helper()
+	o.NoTenant, o.Owner, o.LeaseTTL = true, "web-test", -1
+	env := agenttest.New(t, pgtest.Pool(t), o)
 	return &runsFixture{
-		fixture: &fixture{svc: svc, limiter: lim, srv: srv, suffix: randomHex(4)},
-		agents:  agents, model: llmtest.Start(t),
+		fixture: serveConsole(t, web.Deps{Tenants: env.Tenants, Agents: env.Service, Broker: env.Broker}),
+		agents:  env.Service, model: env.Model, env: env,
 	}
 }
 
@@ -90,8 +65,7 @@ func newRunsFixtureWith(t *testing.T, withBroker bool) *runsFixture {
 func (f *runsFixture) runTenant(t *testing.T, name string) tenants.Tenant {
 	t.Helper()
 	tn := f.tenant(t, name)
-	_, err := f.agents.CreateModel(t.Context(), systemAccess(tn), agent.ModelInput{Name: "scripted", BaseURL: f.model.URL(), Model: "scripted-1"})
-	require.NoError(t, err)
+	f.env.UseModel(tn)
 	return tn
 }
 
@@ -582,16 +556,4 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // echoTool returns its "text" argument.
-func echoTool() tools.Tool {
-	return tools.Tool{
-		Name: "echo", Description: "Echo the text back.", Group: "test",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-		Run: func(_ context.Context, c tools.Call) (string, error) {
-			var a struct{ Text string }
-			if err := json.Unmarshal(c.Arguments, &a); err != nil {
-				return "", err
-			}
-			return "echo: " + a.Text, nil
-		},
-	}
-}
+func echoTool() tools.Tool { return agenttest.EchoTool() }

@@ -5,12 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/internal/pgtest"
@@ -27,20 +25,11 @@ func newSecretsFixture(t *testing.T) (*fixture, *secrets.Vault) {
 	pool := pgtest.Pool(t)
 	svc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
 	require.NoError(t, err)
-	enforcer, err := policy.NewEnforcer()
-	require.NoError(t, err)
 	key := make([]byte, secrets.KeySize)
 	_, _ = rand.Read(key)
 	vault, err := secrets.NewVault(pool, key, logger)
 	require.NoError(t, err)
-	lim := &memLimiter{max: 100}
-	console, err := web.New(web.Deps{Tenants: svc, Enforcer: enforcer, Logger: logger, Limiter: lim, Secrets: vault})
-	require.NoError(t, err)
-	router := chi.NewRouter()
-	router.Mount("/console", console)
-	srv := httptest.NewServer(router)
-	t.Cleanup(srv.Close)
-	return &fixture{svc: svc, limiter: lim, srv: srv, suffix: randomHex(4)}, vault
+	return serveConsole(t, web.Deps{Tenants: svc, Secrets: vault}), vault
 }
 
 func TestSecretsPage(t *testing.T) {

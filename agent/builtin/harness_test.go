@@ -11,17 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplane/agentplane/agent"
+	"github.com/agentplane/agentplane/agent/agenttest"
 	"github.com/agentplane/agentplane/agent/builtin"
-	"github.com/agentplane/agentplane/agent/llm"
 	"github.com/agentplane/agentplane/agent/llmtest"
 	"github.com/agentplane/agentplane/agent/tools"
 	"github.com/agentplane/agentplane/internal/pgtest"
-	"github.com/agentplane/agentplane/policy"
 	"github.com/agentplane/agentplane/sandbox"
 	"github.com/agentplane/agentplane/tenants"
 )
@@ -40,12 +37,6 @@ type env struct {
 	thread   agent.Thread
 	run      agent.Run // a queued run on thread, for direct tool calls
 	provider sandbox.Provider
-}
-
-type noSecrets struct{}
-
-func (noSecrets) Reveal(context.Context, uuid.UUID, string) (string, error) {
-	return "", &tenants.NotFoundError{Kind: "secret", Key: "any"}
 }
 
 // Providers the tests run on.
@@ -88,56 +79,27 @@ func newProvider(t *testing.T, kind string) sandbox.Provider {
 
 func newEnvOn(t *testing.T, cfg builtin.Config, kind string) *env {
 	t.Helper()
-	ctx := t.Context()
 	pool := pgtest.Pool(t)
-	logger := slog.New(slog.DiscardHandler)
-	tsvc, err := tenants.NewService(pool, tenants.Config{PasswordCost: 4}, logger)
-	require.NoError(t, err)
-	svc, err := agent.NewService(pool, agent.Config{LeaseTTL: 2 * time.Second}, noSecrets{}, logger)
-	require.NoError(t, err)
-
 	host := newProvider(t, kind)
-	mgr, err := sandbox.NewManager(pool, host, sandbox.ManagerConfig{Owner: "test-worker"}, logger)
+	mgr, err := sandbox.NewManager(pool, host, sandbox.ManagerConfig{Owner: "test-worker"}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	src := builtin.New(mgr, svc, cfg)
-
-	caps := policy.NewCapabilities(pool)
-	require.NoError(t, svc.UseRuntime(agent.Runtime{
-		Models:       llm.New(llm.Config{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}),
-		Tools:        tools.NewRegistry(src),
-		Capabilities: caps,
-		Principals:   tsvc,
-		Owner:        "test-worker",
-		Sandboxes:    mgr,
-	}))
-	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	svc.UseQueue(queue)
-
-	slug := "bt-" + pgtest.Suffix()
-	tn, err := tsvc.CreateTenant(ctx, policy.System, tenants.CreateTenantInput{Slug: slug, Name: slug})
-	require.NoError(t, err)
-	key, err := tsvc.CreateAPIKey(ctx, tenants.Access{Principal: policy.System, Tenant: tn}, tenants.CreateAPIKeyInput{Name: "dev", Role: policy.RoleDeveloper})
-	require.NoError(t, err)
-	p, err := tsvc.AuthenticateKey(ctx, key.Key)
-	require.NoError(t, err)
-	access := tenants.Access{Principal: p, Tenant: tn, Role: policy.RoleDeveloper}
-
-	model := llmtest.Start(t)
-	_, err = svc.CreateModel(ctx, tenants.Access{Principal: policy.System, Tenant: tn}, agent.ModelInput{
-		Name: "scripted", BaseURL: model.URL(), Model: "scripted-1",
+	var src *builtin.Source
+	ae := agenttest.New(t, pool, agenttest.Options{
+		Secrets:   agenttest.NoSecrets{},
+		Sandboxes: mgr,
+		Registry: func(svc *agent.Service) *tools.Registry {
+			src = builtin.New(mgr, svc, cfg)
+			return tools.NewRegistry(src)
+		},
 	})
-	require.NoError(t, err)
-	th, err := svc.CreateThread(ctx, access, "builtin")
-	require.NoError(t, err)
 
-	ts, err := src.Tools(ctx, tools.Scope{TenantID: tn.ID})
+	ts, err := src.Tools(t.Context(), tools.Scope{TenantID: ae.Access.Tenant.ID})
 	require.NoError(t, err)
 	byName := map[string]tools.Tool{}
 	for _, tl := range ts {
 		byName[tl.Name] = tl
 	}
-	return &env{t: t, svc: svc, sandbox: mgr, source: src, byName: byName, model: model, access: access, thread: th, provider: host}
+	return &env{t: t, svc: ae.Service, sandbox: mgr, source: src, byName: byName, model: ae.Model, access: ae.Access, thread: ae.Thread, provider: host}
 }
 
 // call runs one tool directly, as the loop would after its gates,
