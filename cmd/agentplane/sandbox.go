@@ -64,6 +64,13 @@ func (a *app) buildSandboxes(owner string) error {
 		provider = h
 	default:
 		b, err := sandbox.NewBwrap(sandbox.BwrapConfig{Tree: tree, Limits: limits})
+		if err != nil && a.cfg.Dev {
+			// A newcomer's first `make run` should start; runs simply get
+			// no sandbox tools until bubblewrap is installed.
+			a.logger.Warn("sandbox tools disabled: bubblewrap is not usable here; install it (apt-get install bubblewrap) or set AGENTPLANE_SANDBOX=host",
+				slog.String("error", err.Error()))
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("AGENTPLANE_SANDBOX bwrap (install bubblewrap, or use host in dev mode): %w", err)
 		}
