@@ -87,6 +87,12 @@ type DeliveryConfig struct {
 	BaseBackoff time.Duration
 	// MaxBackoff caps the wait between two attempts.
 	MaxBackoff time.Duration
+	// AllowPrivate lets deliveries reach loopback and private-network
+	// addresses (development, tests, receivers inside the platform's own
+	// network). Off, a webhook URL cannot be used to probe internal
+	// services: the address is checked when the connection is made, after
+	// DNS, so a public name resolving to a private address is refused too.
+	AllowPrivate bool
 }
 
 // WithDefaults fills unset fields: 10 s, 12 attempts, 10 s doubling to 1 h
@@ -325,14 +331,21 @@ func (w *DeliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration {
 // Work makes one attempt; an error makes River retry (or, after the last
 // attempt, discard the job, with the delivery marked failed).
 func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	w.once.Do(func() { w.client = webhookClient(w.Service.delivery.WithDefaults().Timeout) })
+	w.once.Do(func() {
+		cfg := w.Service.delivery.WithDefaults()
+		w.client = webhookClient(cfg.Timeout, cfg.AllowPrivate)
+	})
 	return w.Service.deliver(ctx, w.client, job.Args, job.Attempt >= job.MaxAttempts)
 }
 
 // webhookClient follows no redirects and refuses link-local, multicast and
-// unspecified addresses (cloud metadata endpoints among them).
-func webhookClient(timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout, Control: refuseSpecialAddress}
+// unspecified addresses (cloud metadata endpoints among them), and unless
+// allowPrivate also loopback and private-network addresses.
+func webhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
+	control := func(network, address string, c syscall.RawConn) error {
+		return refuseSpecialAddress(network, address, c, allowPrivate)
+	}
+	dialer := &net.Dialer{Timeout: timeout, Control: control}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = dialer.DialContext
 	return &http.Client{
@@ -342,7 +355,7 @@ func webhookClient(timeout time.Duration) *http.Client {
 	}
 }
 
-func refuseSpecialAddress(_, address string, _ syscall.RawConn) error {
+func refuseSpecialAddress(_, address string, _ syscall.RawConn, allowPrivate bool) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return err
@@ -354,8 +367,15 @@ func refuseSpecialAddress(_, address string, _ syscall.RawConn) error {
 	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return fmt.Errorf("webhook address %s is not allowed", ip)
 	}
+	if !allowPrivate && (ip.IsLoopback() || ip.IsPrivate() || sharedAddressSpace.Contains(ip.Unmap())) {
+		return fmt.Errorf("webhook address %s is private; deliveries go to public addresses only", ip)
+	}
 	return nil
 }
+
+// sharedAddressSpace is RFC 6598's carrier-grade NAT range, private in
+// practice though netip does not call it so.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 // attempt is one POST's outcome.
 type attempt struct {

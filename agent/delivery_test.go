@@ -195,7 +195,7 @@ type deliveryEnv struct {
 }
 
 // fastDelivery retries at once and gives up after three attempts.
-var fastDelivery = agent.DeliveryConfig{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Timeout: 5 * time.Second}
+var fastDelivery = agent.DeliveryConfig{AllowPrivate: true, MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Timeout: 5 * time.Second}
 
 func newDeliveryEnv(t *testing.T, cfg agent.DeliveryConfig) *deliveryEnv {
 	t.Helper()
@@ -278,7 +278,7 @@ func (d *deliveryEnv) duplicate(del agent.Delivery) {
 
 func TestDeliveryRetriesUntilDelivered(t *testing.T) {
 	t.Parallel()
-	d := newDeliveryEnv(t, agent.DeliveryConfig{MaxAttempts: 12, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	d := newDeliveryEnv(t, agent.DeliveryConfig{AllowPrivate: true, MaxAttempts: 12, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	rc := newReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)
 	run := d.finishRun(rc.srv.URL+"/hook?k=1", "The answer is 42.")
 	require.Equal(t, agent.StatusSucceeded, run.Status, run.Error)
@@ -386,6 +386,24 @@ func TestDeliveryRecordsNetworkErrors(t *testing.T) {
 	require.Nil(t, got.Attempts[0].StatusCode)
 	require.Contains(t, got.Attempts[0].Error, "connect")
 	require.NotContains(t, got.Attempts[0].Error, url, "the URL is not repeated in the error")
+}
+
+// Without AllowPrivate (production's default), a webhook cannot reach the
+// platform's own network: the connection to a loopback receiver is refused
+// at dial time and nothing is POSTed.
+func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	cfg := fastDelivery
+	cfg.AllowPrivate = false
+	d := newDeliveryEnv(t, cfg)
+	rc := newReceiver(t, http.StatusOK)
+	run := d.finishRun(rc.srv.URL, "ok")
+	res := d.work(d.job(d.deliveries(run.ID)[0].ID))
+	require.Equal(t, river.EventKindJobFailed, res.EventKind)
+	require.Zero(t, rc.count(), "no request reached the private receiver")
+	got := d.deliveries(run.ID)[0]
+	require.Len(t, got.Attempts, 1)
+	require.Contains(t, got.Attempts[0].Error, "private")
 }
 
 func TestDeliveryDoesNotFollowRedirects(t *testing.T) {

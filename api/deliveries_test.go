@@ -55,7 +55,7 @@ func (h *harness) deliverAll(t *testing.T, tenantID string) {
 	ctx := t.Context()
 	svc, err := agent.NewService(h.pool, agent.Config{}, testVault(t, h.pool), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	require.NoError(t, svc.UseDelivery(agent.DeliveryConfig{MaxAttempts: 5, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	require.NoError(t, svc.UseDelivery(agent.DeliveryConfig{AllowPrivate: true, MaxAttempts: 5, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, river.Worker[agent.DeliverArgs](&agent.DeliverWorker{Service: svc}))
 	client, err := river.NewClient(riverpgxv5.New(h.pool), &river.Config{})
 	require.NoError(t, err)

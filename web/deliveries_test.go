@@ -63,7 +63,7 @@ func TestRunPageShowsWebhookDeliveries(t *testing.T) {
 	require.NoError(t, err)
 	deliverer, err := agent.NewService(pool, agent.Config{}, vault, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	require.NoError(t, deliverer.UseDelivery(agent.DeliveryConfig{BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	require.NoError(t, deliverer.UseDelivery(agent.DeliveryConfig{BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, AllowPrivate: true}))
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, river.Worker[agent.DeliverArgs](&agent.DeliverWorker{Service: deliverer}))
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)

@@ -39,6 +39,9 @@ func (a *app) buildAgents(ctx context.Context) error {
 		return err
 	}
 	a.agents.UseFiles(tree)
+	if err := a.agents.UseDelivery(agent.DeliveryConfig{AllowPrivate: a.cfg.WebhookAllowPrivate}); err != nil {
+		return err
+	}
 	a.capabilities = policy.NewCapabilities(a.pool)
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d", host, os.Getpid())

@@ -31,6 +31,9 @@ type config struct {
 	Migrate       bool
 	Dev           bool
 	SecureCookies bool
+	// WebhookAllowPrivate lets run webhooks reach loopback and private
+	// addresses (default: only in dev mode).
+	WebhookAllowPrivate bool
 	// Sandbox names the sandbox provider: bwrap, or host (dev mode only).
 	Sandbox            string
 	SandboxIdleTimeout time.Duration
@@ -90,6 +93,8 @@ func parseConfig(args []string) (config, error) {
 	}
 	secure := envOr("SECURE_COOKIES", "")
 	fs.StringVar(&secure, "secure-cookies", secure, "mark console cookies Secure (HTTPS only); default true except in dev mode (AGENTPLANE_SECURE_COOKIES)")
+	allowPrivate := envOr("WEBHOOK_ALLOW_PRIVATE", "")
+	fs.StringVar(&allowPrivate, "webhook-allow-private", allowPrivate, "let run webhooks reach loopback and private-network addresses; default true only in dev mode (AGENTPLANE_WEBHOOK_ALLOW_PRIVATE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -103,6 +108,14 @@ func parseConfig(args []string) (config, error) {
 		c.SecureCookies = secure == "true"
 	default:
 		return c, fmt.Errorf("AGENTPLANE_SECURE_COOKIES %q: must be true or false", secure)
+	}
+	switch allowPrivate {
+	case "":
+		c.WebhookAllowPrivate = c.Dev
+	case "true", "false":
+		c.WebhookAllowPrivate = allowPrivate == "true"
+	default:
+		return c, fmt.Errorf("AGENTPLANE_WEBHOOK_ALLOW_PRIVATE %q: must be true or false", allowPrivate)
 	}
 	return c, c.validate()
 }

@@ -11,7 +11,7 @@ import (
 // configVars are every AGENTPLANE_* variable parseConfig reads.
 var configVars = []string{
 	"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ADMIN_TOKEN", "DATA_DIR", "ROLE", "LOG_LEVEL",
-	"LOG_FORMAT", "WORKERS", "KEY_CACHE_TTL", "STOP_TIMEOUT", "MIGRATE", "DEV", "SECURE_COOKIES", "MASTER_KEY",
+	"LOG_FORMAT", "WORKERS", "KEY_CACHE_TTL", "STOP_TIMEOUT", "MIGRATE", "DEV", "SECURE_COOKIES", "MASTER_KEY", "WEBHOOK_ALLOW_PRIVATE",
 }
 
 // clearConfigEnv unsets every AGENTPLANE_* variable for this test (t.Setenv
