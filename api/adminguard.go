@@ -1,16 +1,12 @@
 package api
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"strings"
 
 	"github.com/agentplane/agentplane/policy"
+	"github.com/agentplane/agentplane/tenants"
 )
-
-// SessionCookie is the console's session cookie; the River UI accepts it
-// too, so a platform admin logged into the console can open the UI.
-const SessionCookie = "agentplane_session"
 
 // PlatformOnly guards a non-API handler (the River UI) so only the platform
 // admin passes: by the admin bearer token or a console session of a user
@@ -34,12 +30,12 @@ func (s *Server) PlatformOnly(next http.Handler) http.Handler {
 
 func (s *Server) platformPrincipal(r *http.Request) (policy.Principal, bool) {
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.deps.AdminToken != "" {
-		if subtle.ConstantTimeCompare([]byte(token), []byte(s.deps.AdminToken)) == 1 {
-			return policy.Principal{Kind: policy.KindPlatformAdmin, ID: "admin-token", Label: "platform admin", PlatformAdmin: true}, true
+		if s.isAdminToken(token) {
+			return adminPrincipal, true
 		}
 		return policy.Principal{}, false
 	}
-	c, err := r.Cookie(SessionCookie)
+	c, err := r.Cookie(tenants.SessionCookie)
 	if err != nil || c.Value == "" {
 		return policy.Principal{}, false
 	}

@@ -79,14 +79,23 @@ func (s *Server) authenticate(ctx huma.Context) (policy.Principal, *Problem) {
 	if h == "" || !found || token == "" {
 		return policy.Principal{}, newProblem(http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <API key>")
 	}
-	if admin := s.deps.AdminToken; admin != "" && subtle.ConstantTimeCompare([]byte(token), []byte(admin)) == 1 {
-		return policy.Principal{Kind: policy.KindPlatformAdmin, ID: "admin-token", Label: "platform admin", PlatformAdmin: true}, nil
+	if s.isAdminToken(token) {
+		return adminPrincipal, nil
 	}
 	p, err := s.deps.Tenants.AuthenticateKey(ctx.Context(), token)
 	if err != nil {
 		return policy.Principal{}, problemFor(ctx.Context(), s.logger, err)
 	}
 	return p, nil
+}
+
+// adminPrincipal is who the platform admin token authenticates as.
+var adminPrincipal = policy.Principal{Kind: policy.KindPlatformAdmin, ID: "admin-token", Label: "platform admin", PlatformAdmin: true}
+
+// isAdminToken compares in constant time; an unset admin token matches nothing.
+func (s *Server) isAdminToken(token string) bool {
+	admin := s.deps.AdminToken
+	return admin != "" && subtle.ConstantTimeCompare([]byte(token), []byte(admin)) == 1
 }
 
 // op builds an operation with its permission, a body limit and a tag.

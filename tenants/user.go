@@ -103,6 +103,10 @@ func (s *Service) hashPassword(pw string) (string, error) {
 	return string(h), nil
 }
 
+// SessionCookie names the cookie that carries a console session's token;
+// the console sets it and the River UI guard reads it.
+const SessionCookie = "agentplane_session"
+
 // Session is a console login. Token goes into an HttpOnly cookie and is
 // returned only by Login; the database keeps its SHA-256.
 type Session struct {

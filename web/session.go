@@ -12,8 +12,9 @@ import (
 	"github.com/agentplane/agentplane/web/ui"
 )
 
-// sessionCookie holds the session token; only its hash is stored.
-const sessionCookie = "agentplane_session"
+// sessionCookie holds the session token; only its hash is stored. The
+// River UI guard in api reads the same cookie.
+const sessionCookie = tenants.SessionCookie
 
 // visit is what the middleware learned about a logged-in request: the
 // session, the principal, and, under /t/{tenant}, the resolved access.

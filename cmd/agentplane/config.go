@@ -127,10 +127,7 @@ func (c config) validate() error {
 	default:
 		return fmt.Errorf("AGENTPLANE_ROLE %q: must be api, worker or all", c.Role)
 	}
-	if !c.Dev && len(c.AdminToken) > 0 && len(c.AdminToken) < 32 {
-		return fmt.Errorf("AGENTPLANE_ADMIN_TOKEN: must be at least 32 characters")
-	}
-	if c.Dev && c.AdminToken != "" && len(c.AdminToken) < 32 {
+	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		return fmt.Errorf("AGENTPLANE_ADMIN_TOKEN: must be at least 32 characters")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
